@@ -1,0 +1,354 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/handler"
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/metrics"
+	"github.com/cascade-kafka/cascade/broker/partition"
+	"github.com/cascade-kafka/cascade/broker/wire"
+)
+
+// Config is what Start needs: the broker's Kafka properties and the process
+// services a library user may want to supply.
+type Config struct {
+	// Broker is the validated broker configuration; nil means
+	// config.Default().
+	Broker *config.Broker
+	// AdminListener is the host:port of the HTTP listener serving
+	// /metrics and /debug/pprof/; empty disables it. cmd/cascade sets it
+	// from the Cascade-specific property cascade.admin.listener.
+	AdminListener string
+	// Logger receives the broker's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Registry receives the broker's metrics; nil means a fresh registry
+	// with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Broker is a running broker.
+type Broker struct {
+	cfg       Config
+	logger    *slog.Logger
+	meta      *metadata.Store
+	logs      *logDirs
+	parts     *partition.Manager
+	srv       *wire.Server
+	ln        net.Listener
+	adminLn   net.Listener
+	adminSrv  *http.Server
+	unsub     func()
+	env       *handler.Env
+	txn       *handler.TxnCoordinator
+	groups    *handler.GroupCoordinator
+	serveDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start opens the broker's state and starts serving. It returns once the
+// client listener is bound; ctx bounds start-up only.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if cfg.Broker == nil {
+		cfg.Broker = config.Default()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	bc := cfg.Broker
+	if len(bc.LogDirs) == 0 {
+		return nil, errors.New("broker: log.dirs is empty")
+	}
+	listeners := bc.BrokerListeners()
+	if len(listeners) == 0 {
+		return nil, errors.New("broker: no client listener in listeners")
+	}
+	b := &Broker{cfg: cfg, logger: cfg.Logger, serveDone: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			b.shutdown()
+		}
+	}()
+	for _, d := range bc.LogDirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: creating log dir: %w", err)
+		}
+	}
+	var err error
+	b.meta, err = metadata.Open(metadataDir(bc), metadata.Options{Broker: bc, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.logs, err = openLogDirs(bc, b.meta.Image().ClusterID, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.parts = partition.NewManager(b.logs)
+	// The subscription runs inside each metadata commit, so a topic is
+	// servable as soon as CreateTopics (or auto-creation) returns.
+	var syncErr error
+	b.unsub = b.meta.Subscribe(func(_, next *metadata.Image) {
+		if err := b.parts.Sync(specsFor(bc, next)); err != nil {
+			syncErr = err
+			b.logger.Error("applying metadata to partitions", "err", err)
+		}
+	})
+	if syncErr != nil {
+		return nil, fmt.Errorf("broker: opening partitions: %w", syncErr)
+	}
+	b.logs.warnStrays(b.parts, b.logger)
+
+	m := metrics.New(cfg.Registry)
+	metrics.RegisterPartitions(cfg.Registry, b.partitionStats)
+
+	b.ln, err = net.Listen("tcp", listeners[0].Addr())
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	host, port := advertised(bc, b.ln.Addr().(*net.TCPAddr))
+	env := &handler.Env{
+		NodeID:        bc.NodeID,
+		Host:          host,
+		Port:          port,
+		Config:        bc,
+		Meta:          b.meta,
+		Partitions:    b.parts,
+		FetchSessions: handler.NewFetchSessions(handler.DefaultFetchSessionSlots, cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
+		Metrics:       m,
+		Now:           cfg.Now,
+		Logger:        cfg.Logger,
+	}
+	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{
+		AbortInterval: bc.TransactionAbortInterval, IDExpiration: bc.TransactionalIDExpiration})
+	if err := b.txn.Start(); err != nil {
+		b.logger.Error("loading transaction state", "err", err)
+	}
+	env.Txn = b.txn
+	b.groups = handler.NewGroupCoordinator(env, handler.GroupConfig(env))
+	if err := b.groups.Start(); err != nil {
+		b.logger.Error("loading group metadata", "err", err)
+	}
+	env.Groups = b.groups
+	handler.LinkTxnGroups(b.txn, b.groups)
+	b.env = env
+	b.srv = &wire.Server{
+		Dispatcher:      env,
+		MaxRequestBytes: bc.SocketRequestMaxBytes,
+		IdleTimeout:     10 * time.Minute, // connections.max.idle.ms default
+		Logger:          cfg.Logger,
+		Observer:        m,
+	}
+	go func() {
+		defer close(b.serveDone)
+		if err := b.srv.Serve(b.ln); err != nil && !errors.Is(err, wire.ErrServerClosed) {
+			b.logger.Error("client listener stopped", "err", err)
+		}
+	}()
+	if cfg.AdminListener != "" {
+		if err := b.startAdmin(cfg.AdminListener, cfg.Registry); err != nil {
+			return nil, err
+		}
+	}
+	b.logger.Info("cascade broker started", "node.id", bc.NodeID, "listener", b.ln.Addr().String(),
+		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "log.dirs", bc.LogDirs, "cluster.id", b.meta.Image().ClusterID)
+	ok = true
+	return b, nil
+}
+
+// metadataDir is where the metadata log lives: the first log dir, as
+// Kafka's metadata.log.dir defaults to it.
+func metadataDir(bc *config.Broker) string {
+	return bc.LogDirs[0] + string(os.PathSeparator) + metadata.DirName
+}
+
+// advertised returns the host and port Metadata publishes: the first
+// advertised listener, with an ephemeral port 0 replaced by the bound one.
+func advertised(bc *config.Broker, bound *net.TCPAddr) (string, int32) {
+	host, port := bound.IP.String(), bound.Port
+	if len(bc.AdvertisedListeners) > 0 {
+		l := bc.AdvertisedListeners[0]
+		if l.Host != "" {
+			host = l.Host
+		}
+		if l.Port != 0 {
+			port = l.Port
+		}
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return host, int32(port)
+}
+
+// specsFor lists the partitions this node leads in img, with each topic's
+// log configuration.
+func specsFor(bc *config.Broker, img *metadata.Image) []partition.Spec {
+	var specs []partition.Spec
+	for _, t := range img.Topics() {
+		cfg, err := config.TopicLogConfig(bc, t.Configs)
+		if err != nil {
+			// Configs were validated when written; a failure here
+			// means a newer Cascade wrote them. Keep the defaults.
+			cfg, _ = config.TopicLogConfig(bc, nil)
+		}
+		for _, p := range t.Partitions {
+			if p.Leader != bc.NodeID {
+				continue
+			}
+			specs = append(specs, partition.Spec{
+				TP:          log.TopicPartition{Topic: t.Name, Partition: p.Partition},
+				TopicID:     t.ID,
+				LeaderEpoch: p.LeaderEpoch,
+				Config:      cfg,
+			})
+		}
+	}
+	return specs
+}
+
+func (b *Broker) startAdmin(addr string, reg *prometheus.Registry) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("broker: admin listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	b.adminLn = ln
+	b.adminSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := b.adminSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.logger.Error("admin listener stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (b *Broker) partitionStats() []metrics.PartitionStat {
+	parts := b.parts.All()
+	out := make([]metrics.PartitionStat, 0, len(parts))
+	for _, p := range parts {
+		tp := p.TopicPartition()
+		st := metrics.PartitionStat{
+			Topic: tp.Topic, Partition: tp.Partition,
+			SizeBytes:      p.Log().Size(),
+			LogStartOffset: p.LogStartOffset(),
+			LogEndOffset:   p.LogEndOffset(),
+			HighWatermark:  p.HighWatermark(),
+			RecoveryPoint:  -1,
+			Segments:       -1,
+			Flushes:        -1,
+		}
+		// Optional counters: read them when the log offers them.
+		if f, ok := p.Log().(interface{ RecoveryPoint() int64 }); ok {
+			st.RecoveryPoint = f.RecoveryPoint()
+		}
+		if f, ok := p.Log().(interface{ NumSegments() int }); ok {
+			st.Segments = int64(f.NumSegments())
+		}
+		if f, ok := p.Log().(interface{ Flushes() int64 }); ok {
+			st.Flushes = f.Flushes()
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Addr returns the bound client listener address (host:port), the
+// bootstrap address clients use.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// AdminAddr returns the bound admin listener address, or "" when disabled.
+func (b *Broker) AdminAddr() string {
+	if b.adminLn == nil {
+		return ""
+	}
+	return b.adminLn.Addr().String()
+}
+
+// Metadata returns the metadata store, for in-process tools and tests.
+func (b *Broker) Metadata() *metadata.Store { return b.meta }
+
+// Handlers returns the request dispatcher, for in-process benchmarks of the
+// handler paths without a network in between.
+func (b *Broker) Handlers() *handler.Env { return b.env }
+
+// Partitions returns the partition manager, for in-process tools and tests.
+func (b *Broker) Partitions() *partition.Manager { return b.parts }
+
+// Close stops serving, waits for connections to end, flushes and closes
+// every log and the metadata store. It is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closeErr = b.shutdown()
+		b.logger.Info("cascade broker stopped")
+	})
+	return b.closeErr
+}
+
+func (b *Broker) shutdown() error {
+	var errs []error
+	if b.srv != nil {
+		errs = append(errs, b.srv.Close())
+		<-b.serveDone
+	} else if b.ln != nil {
+		errs = append(errs, b.ln.Close())
+	}
+	if b.txn != nil {
+		b.txn.Close()
+	}
+	if b.groups != nil {
+		b.groups.Close()
+	}
+	if b.adminSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, b.adminSrv.Shutdown(ctx))
+		cancel()
+	}
+	if b.unsub != nil {
+		b.unsub()
+	}
+	if b.logs != nil {
+		errs = append(errs, b.logs.close())
+	}
+	if b.meta != nil {
+		errs = append(errs, b.meta.Close())
+	}
+	return errors.Join(errs...)
+}

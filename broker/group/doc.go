@@ -1,0 +1,30 @@
+// Package group is Cascade's group coordinator: the classic consumer group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership of
+// KIP-345), the KIP-848 consumer group protocol (ConsumerGroupHeartbeat with
+// server-side "uniform" and "range" assignors), committed offsets, and the
+// admin APIs over groups, with Apache Kafka 4.x's GroupMetadataManager and
+// OffsetMetadataManager as the specification.
+//
+// It is a state machine in the etcd-raft style: no goroutines, clock, disk or
+// network inside. The caller feeds requests with Step and the passage of time
+// with Tick, then drains Ready: records to append to the __consumer_offsets
+// partitions, in Apache Kafka's exact key/value schemas (records.go), and the
+// replies to send once those records are appended. A JoinGroup's reply may
+// come out of a later Ready, when its rebalance completes. At load the caller
+// replays each partition's records with Replay, so offsets and groups survive
+// a restart.
+//
+// Requests and responses are franz-go kmsg messages: the coordinator speaks
+// the protocol itself, so Kafka error codes are produced here rather than at
+// the handler edge.
+//
+// Use:
+//
+//	c := group.New(group.DefaultConfig())
+//	c.SetTopics(topics)
+//	for _, rec := range partitionRecords { _ = c.Replay(rec.Key, rec.Value) }
+//	c.LoadComplete(now)
+//	_ = c.Step(now, group.Request{ID: 1, ClientID: "cli", Msg: joinReq})
+//	c.Tick(now)
+//	rd := c.Ready() // append rd.Records, then send rd.Replies
+package group

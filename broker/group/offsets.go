@@ -1,0 +1,382 @@
+package group
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type tp struct {
+	topic string
+	part  int32
+}
+
+type offsetEntry struct {
+	offset   int64
+	epoch    int32
+	meta     string
+	commitTs int64
+	expireTs int64 // -1: none
+}
+
+func (c *Coordinator) setOffset(group string, t tp, e offsetEntry) {
+	m := c.offsets[group]
+	if m == nil {
+		m = map[tp]offsetEntry{}
+		c.offsets[group] = m
+	}
+	m[t] = e
+}
+
+func (c *Coordinator) deleteOffset(group string, t tp) {
+	if m := c.offsets[group]; m != nil {
+		delete(m, t)
+		if len(m) == 0 {
+			delete(c.offsets, group)
+		}
+	}
+}
+
+// validateCommit is Kafka's OffsetMetadataManager.validateOffsetCommit with
+// ClassicGroup/ConsumerGroup.validateOffsetCommit.
+func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) *kerr.Error {
+	if req.Group == "" {
+		return kerr.InvalidGroupID
+	}
+	if cg := c.consumer[req.Group]; cg != nil {
+		if req.Generation < 0 && len(cg.members) == 0 {
+			return nil
+		}
+		m := cg.members[req.MemberID]
+		if m == nil {
+			return kerr.UnknownMemberID
+		}
+		if req.Generation != m.epoch {
+			if req.Version >= 9 {
+				return kerr.StaleMemberEpoch
+			}
+			return kerr.IllegalGeneration
+		}
+		return nil
+	}
+	g := c.classic[req.Group]
+	if g == nil {
+		if req.Generation < 0 {
+			// A commit from the admin client or a consumer outside group
+			// management creates a "simple" group.
+			c.classic[req.Group] = newClassicGroup(req.Group, c.nowMs())
+			return nil
+		}
+		if req.Version >= 9 {
+			return kerr.GroupIDNotFound
+		}
+		return kerr.IllegalGeneration
+	}
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if req.Generation < 0 && g.state == stateEmpty {
+		return nil
+	}
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+		if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+			return err
+		}
+		if req.Generation != g.generation {
+			return kerr.IllegalGeneration
+		}
+	} else if g.state != stateEmpty {
+		return kerr.UnknownMemberID
+	}
+	if g.state == stateCompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	if m := g.members[req.MemberID]; m != nil {
+		c.scheduleClassicHeartbeat(g, m)
+	}
+	return nil
+}
+
+func (c *Coordinator) offsetCommit(r Request, req *kmsg.OffsetCommitRequest) {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	groupErr := c.validateCommit(req)
+	nowMs := c.nowMs()
+	for _, t := range req.Topics {
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+		name := t.Topic
+		topicErr := groupErr
+		if req.Version >= 10 && topicErr == nil {
+			n, ok := c.topicIDs[t.TopicID]
+			if !ok {
+				topicErr = kerr.UnknownTopicID
+			}
+			name = n
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition}
+			switch {
+			case topicErr != nil:
+				rp.ErrorCode = topicErr.Code
+			case p.Metadata != nil && len(*p.Metadata) > c.cfg.OffsetMetadataMaxBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				e := offsetEntry{offset: p.Offset, epoch: -1, meta: deref(p.Metadata), commitTs: nowMs, expireTs: -1}
+				if req.Version >= 6 {
+					e.epoch = p.LeaderEpoch
+				}
+				if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis >= 0 {
+					e.expireTs = nowMs + req.RetentionTimeMillis
+				}
+				c.setOffset(req.Group, tp{name, p.Partition}, e)
+				c.record(req.Group, EncodeOffsetCommitKey(OffsetCommitKey{req.Group, name, p.Partition}), EncodeOffsetCommitValue(OffsetCommitValue{
+					Offset: e.offset, LeaderEpoch: e.epoch, Metadata: e.meta, CommitTimestamp: e.commitTs, ExpireTimestamp: e.expireTs,
+				}))
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.reply(r.ID, resp)
+}
+
+// fetchGroup answers OffsetFetch for one group. topics nil means all.
+func (c *Coordinator) fetchGroup(group string, memberID *string, memberEpoch int32, version int16, requireStable bool, topics []kmsg.OffsetFetchRequestGroupTopic) (kmsg.OffsetFetchResponseGroup, *kerr.Error) {
+	out := kmsg.OffsetFetchResponseGroup{Group: group}
+	if memberID != nil && version >= 9 {
+		if cg := c.consumer[group]; cg != nil {
+			m := cg.members[*memberID]
+			if m == nil {
+				return out, kerr.UnknownMemberID
+			}
+			if m.epoch != memberEpoch {
+				return out, kerr.StaleMemberEpoch
+			}
+		}
+	}
+	offs := c.offsets[group]
+	part := func(t string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		if requireStable && c.hasPending(group, tp{t, p}) {
+			// KIP-447: a transaction may still commit an offset here.
+			return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: strp(""), ErrorCode: kerr.UnstableOffsetCommit.Code}
+		}
+		e, ok := offs[tp{t, p}]
+		if !ok {
+			return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: strp("")}
+		}
+		return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: e.offset, LeaderEpoch: e.epoch, Metadata: strp(e.meta)}
+	}
+	if topics == nil {
+		byTopic := map[string][]int32{}
+		for k := range offs {
+			byTopic[k.topic] = append(byTopic[k.topic], k.part)
+		}
+		for _, t := range sortedKeys(byTopic) {
+			ps := byTopic[t]
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			ot := kmsg.OffsetFetchResponseGroupTopic{Topic: t, TopicID: c.topics[t].ID}
+			for _, p := range ps {
+				ot.Partitions = append(ot.Partitions, part(t, p))
+			}
+			out.Topics = append(out.Topics, ot)
+		}
+		return out, nil
+	}
+	for _, t := range topics {
+		ot := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, TopicID: t.TopicID}
+		name, known := t.Topic, true
+		if version >= 10 {
+			name, known = c.topicIDs[t.TopicID]
+		}
+		for _, p := range t.Partitions {
+			rp := part(name, p)
+			if !known {
+				rp = kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: strp(""), ErrorCode: kerr.UnknownTopicID.Code}
+			}
+			ot.Partitions = append(ot.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, ot)
+	}
+	return out, nil
+}
+
+func (c *Coordinator) offsetFetch(r Request, req *kmsg.OffsetFetchRequest) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	defer c.reply(r.ID, resp)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			out, err := c.fetchGroup(g.Group, g.MemberID, g.MemberEpoch, req.Version, req.RequireStable, g.Topics)
+			if err != nil {
+				out = kmsg.OffsetFetchResponseGroup{Group: g.Group, ErrorCode: err.Code}
+			}
+			resp.Groups = append(resp.Groups, out)
+		}
+		return
+	}
+	var topics []kmsg.OffsetFetchRequestGroupTopic
+	if req.Topics != nil || req.Version < 2 {
+		topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		for _, t := range req.Topics {
+			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	out, _ := c.fetchGroup(req.Group, nil, -1, req.Version, req.RequireStable, topics)
+	for _, t := range out.Topics {
+		rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+				Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode,
+			})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+// subscribedTo reports whether the group's members consume topic; for a
+// classic group it reads the consumer protocol subscriptions, and an
+// unreadable subscription counts as subscribed to everything, as Kafka's
+// ClassicGroup.isSubscribedToTopic.
+func (c *Coordinator) subscribedTo(group, topic string) bool {
+	if cg := c.consumer[group]; cg != nil {
+		return cg.subscribedTopics(c)[topic]
+	}
+	g := c.classic[group]
+	if g == nil || len(g.members) == 0 {
+		return false
+	}
+	if deref(g.protocolType) != "consumer" {
+		return true
+	}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadata(deref(g.protocol))); err != nil {
+			return true
+		}
+		for _, t := range meta.Topics {
+			if t == topic {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Coordinator) offsetDelete(r Request, req *kmsg.OffsetDeleteRequest) {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	defer c.reply(r.ID, resp)
+	g := c.classic[req.Group]
+	if g == nil && c.consumer[req.Group] == nil {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return
+	}
+	if g != nil && g.state != stateEmpty && deref(g.protocolType) != "consumer" {
+		resp.ErrorCode = kerr.NonEmptyGroup.Code
+		return
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}
+		subscribed := c.subscribedTo(req.Group, t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition}
+			if subscribed {
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			} else if _, ok := c.offsets[req.Group][tp{t.Topic, p.Partition}]; ok {
+				c.deleteOffset(req.Group, tp{t.Topic, p.Partition})
+				c.record(req.Group, EncodeOffsetCommitKey(OffsetCommitKey{req.Group, t.Topic, p.Partition}), nil)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+// expireOffsets deletes the group's expired offsets, as Kafka's
+// OffsetMetadataManager.cleanupExpiredOffsets, and reports whether none is
+// left.
+func (c *Coordinator) expireOffsets(group string) bool {
+	offs := c.offsets[group]
+	if len(offs) == 0 {
+		return true
+	}
+	nowMs := c.nowMs()
+	retention := c.cfg.OffsetsRetention.Milliseconds()
+	var base func(e offsetEntry) int64
+	var keep func(t string) bool
+	if cg := c.consumer[group]; cg != nil {
+		subs := cg.subscribedTopics(c)
+		base = func(e offsetEntry) int64 { return e.commitTs }
+		keep = func(t string) bool { return subs[t] }
+	} else if g := c.classic[group]; g != nil {
+		switch {
+		case g.protocolType == nil:
+			base = func(e offsetEntry) int64 { return e.commitTs }
+		case g.state == stateEmpty:
+			stateTs := g.stateTs
+			base = func(e offsetEntry) int64 {
+				if stateTs >= 0 {
+					return stateTs
+				}
+				return e.commitTs
+			}
+		case g.state == stateStable && deref(g.protocolType) == "consumer":
+			base = func(e offsetEntry) int64 { return e.commitTs }
+			keep = func(t string) bool { return c.subscribedTo(group, t) }
+		default:
+			return false
+		}
+	} else {
+		base = func(e offsetEntry) int64 { return e.commitTs }
+	}
+	keys := make([]tp, 0, len(offs))
+	for k := range offs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].part < keys[j].part
+	})
+	for _, k := range keys {
+		e := offs[k]
+		if (keep != nil && keep(k.topic)) || c.hasPending(group, k) {
+			continue
+		}
+		expired := nowMs-base(e) >= retention
+		if e.expireTs >= 0 {
+			expired = nowMs >= e.expireTs
+		}
+		if expired {
+			c.deleteOffset(group, k)
+			c.record(group, EncodeOffsetCommitKey(OffsetCommitKey{group, k.topic, k.part}), nil)
+		}
+	}
+	return len(c.offsets[group]) == 0
+}
+
+// cleanupGroups is Kafka's GroupMetadataManager.cleanupGroupMetadata: expire
+// offsets, then delete empty groups left with none.
+func (c *Coordinator) cleanupGroups() {
+	ids := map[string]bool{}
+	for id := range c.offsets {
+		ids[id] = true
+	}
+	for id := range c.classic {
+		ids[id] = true
+	}
+	for id := range c.consumer {
+		ids[id] = true
+	}
+	for _, id := range sortedKeys(ids) {
+		if !c.expireOffsets(id) {
+			continue
+		}
+		if g := c.classic[id]; g != nil && g.state == stateEmpty && len(g.pending) == 0 {
+			delete(c.classic, id)
+			c.record(id, encodeGroupKey(RecordGroupMetadata, id), nil)
+		}
+		if cg := c.consumer[id]; cg != nil && len(cg.members) == 0 {
+			c.deleteConsumerGroup(cg)
+		}
+	}
+}

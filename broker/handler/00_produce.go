@@ -1,0 +1,172 @@
+package handler
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+)
+
+// Produce: v0-12
+//
+// Kafka 4 advertises v0-12 but answers v0-2 with UNSUPPORTED_VERSION on
+// every partition: librdkafka needs v0 in the advertised range to pick
+// message format v2 (KAFKA-18659), while KIP-896 removed v0-2 themselves.
+//   - v3: TransactionalID; record batches must be magic v2, exactly one per
+//     partition (ProduceRequest.validateRecords)
+//   - v5: LogStartOffset
+//   - v7: zstd allowed (KIP-110)
+//   - v8: ErrorRecords, ErrorMessage (KIP-467)
+//   - v9: flexible
+//   - v10-11: CurrentLeader / NodeEndpoints (KIP-951; no leader moves here)
+//   - v12: transactions v2 may add partitions implicitly (KIP-890)
+//
+// acks=0 gets no response; if any partition failed the connection is
+// closed instead, as Kafka does so that the producer notices.
+func init() { register(0, 0, 12, handleProduce) }
+
+// clientIDAdmin is AdminUtils.ADMIN_CLIENT_ID: only it may write internal
+// topics directly.
+const clientIDAdmin = "__admin_client"
+
+func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	resp.SetVersion(r.Version)
+	validAcks := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
+	failed := false
+	for _, rt := range r.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			code, msg := produceOne(env, req, r, rt.Topic, rp.Records, rp.Partition, validAcks, &sp)
+			sp.ErrorCode = code
+			if code != 0 {
+				failed = true
+				env.Metrics.Error(req.Key, code)
+				if r.Version >= 8 && msg != "" {
+					sp.ErrorMessage = &msg
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if r.Acks == 0 {
+		if failed {
+			return nil, errors.New("handler: produce with acks=0 failed; closing so the producer notices")
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// produceOne appends one partition's records and fills sp; it returns the
+// error code and, where Kafka sends one, the error message.
+func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, records []byte, part int32,
+	validAcks bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	if r.Version < 3 {
+		return kerr.UnsupportedVersion.Code, ""
+	}
+	if !validAcks {
+		return kerr.InvalidRequiredAcks.Code, ""
+	}
+	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
+		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic
+	}
+	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
+	if p == nil {
+		return kerr.UnknownTopicOrPartition.Code, ""
+	}
+	if code, msg := validateProduceRecords(r.Version, records); code != 0 {
+		return code, msg
+	}
+	if r.Acks == -1 {
+		// As Partition.appendRecordsToLeader: acks=all needs at least
+		// min.insync.replicas in the ISR, which on one node is 1.
+		if minISR := env.minInsyncReplicas(topic); minISR > 1 {
+			return kerr.NotEnoughReplicas.Code, ""
+		}
+	}
+	release, code := txnAppendGuard(env, r.TransactionID, r.TimeoutMillis, r.Version, topic, part, records)
+	if code != 0 {
+		return code, ""
+	}
+	info, err := p.Append(records)
+	release()
+	if err != nil {
+		code := ErrorCode(err)
+		if code == kerr.UnknownServerError.Code {
+			env.logger().Error("produce append failed", "topic", topic, "partition", part, "err", err)
+		}
+		msg := ""
+		if code == kerr.InvalidRecord.Code || code == kerr.CorruptMessage.Code {
+			msg = err.Error()
+		}
+		return code, msg
+	}
+	sp.BaseOffset = info.FirstOffset
+	sp.LogAppendTime = info.LogAppendTime
+	sp.LogStartOffset = info.LogStartOffset
+	return 0, ""
+}
+
+// minInsyncReplicas returns the topic's min.insync.replicas, or the broker's.
+func (env *Env) minInsyncReplicas(topic string) int32 {
+	if t, ok := env.Meta.Image().Topic(topic); ok {
+		if v, ok := t.Configs["min.insync.replicas"]; ok {
+			if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+				return int32(n)
+			}
+		}
+	}
+	return env.Config.MinInsyncReplicas
+}
+
+// Record batch layout offsets (DefaultRecordBatch).
+const (
+	batchLengthOffset    = 8
+	batchMagicOffset     = 16
+	batchAttrOffset      = 21
+	batchLogOverhead     = 12 // base offset + length
+	batchHeaderSize      = 61 // RECORD_BATCH_OVERHEAD
+	compressionZstd      = 4
+	compressionCodecMask = 7
+)
+
+// validateProduceRecords is ProduceRequest.validateRecords: from v3 exactly
+// one magic-v2 batch per partition, and no zstd before v7. Everything else
+// (CRC, header fields, records) is the log's to check.
+func validateProduceRecords(version int16, recs []byte) (int16, string) {
+	if len(recs) < batchLogOverhead {
+		return kerr.InvalidRecord.Code, "Produce requests with version " + strconv.Itoa(int(version)) + " must have at least one record batch per partition"
+	}
+	n := int32(binary.BigEndian.Uint32(recs[batchLengthOffset:]))
+	if n < batchHeaderSize-batchLogOverhead {
+		return kerr.CorruptMessage.Code, "Record batch size " + strconv.Itoa(int(n)) + " is smaller than the minimum allowed overhead"
+	}
+	if int64(n) > int64(len(recs)-batchLogOverhead) {
+		// A truncated batch is no batch to MemoryRecords' iterator.
+		return kerr.InvalidRecord.Code, "Produce requests with version " + strconv.Itoa(int(version)) + " must have at least one record batch per partition"
+	}
+	if recs[batchMagicOffset] != 2 {
+		return kerr.InvalidRecord.Code, "Produce requests with version " + strconv.Itoa(int(version)) + " are only allowed to contain record batches with magic version 2"
+	}
+	attrs := binary.BigEndian.Uint16(recs[batchAttrOffset:])
+	if version < 7 && attrs&compressionCodecMask == compressionZstd {
+		return kerr.UnsupportedCompressionType.Code, "Produce requests with version " + strconv.Itoa(int(version)) + " are not allowed to use ZStandard compression"
+	}
+	if int(n)+batchLogOverhead != len(recs) {
+		return kerr.InvalidRecord.Code, "Produce requests with version " + strconv.Itoa(int(version)) + " are only allowed to contain exactly one record batch per partition"
+	}
+	return 0, ""
+}

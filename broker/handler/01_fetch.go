@@ -1,0 +1,387 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/partition"
+	"github.com/cascade-kafka/cascade/broker/wire"
+)
+
+// Fetch: v4-17
+//
+// Kafka 4's floor is v4 (KIP-896).
+//   - v4: IsolationLevel, LastStableOffset, AbortedTransactions (KIP-98)
+//   - v5: LogStartOffset (KIP-107)
+//   - v7: fetch sessions (KIP-227), see fetch_session.go
+//   - v9: CurrentLeaderEpoch, FENCED/UNKNOWN_LEADER_EPOCH (KIP-320)
+//   - v11: Rack, PreferredReadReplica (KIP-392; always -1 here)
+//   - v12: flexible; LastFetchedEpoch and DivergingEpoch (KIP-595)
+//   - v13: topic ids instead of names (KIP-516), UNKNOWN_TOPIC_ID
+//   - v15: ReplicaState replaces ReplicaID (KIP-903)
+//   - v16: NodeEndpoints (KIP-951; sent only with a leader change)
+//   - v17: ReplicaDirectoryID (KIP-853; followers only)
+//
+// Record bytes are never copied through user space on a plaintext listener:
+// the response is encoded around the log's file regions (fetch_encode.go).
+func init() { register(1, 4, 17, handleFetch) }
+
+// maxFetchResponseBytes is Kafka's fetch.max.bytes broker default (55 MiB),
+// the cap on a response whatever the request asks for.
+const maxFetchResponseBytes = 55 << 20
+
+// fetchPart is one partition of a fetch being served.
+type fetchPart struct {
+	cp    *cachedPartition
+	topic string // resolved from the topic id from v13
+	p     *partition.Partition
+	code  int16
+
+	res       partition.ReadResult
+	aborted   []log.AbortedTxn
+	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
+}
+
+func (fp *fetchPart) release() {
+	for _, r := range fp.res.Regions {
+		r.Release()
+	}
+	fp.res.Regions = nil
+}
+
+// fetchResponse carries the encoded body with the message for tests.
+type fetchResponse struct {
+	*kmsg.FetchResponse
+	body *fetchBody
+}
+
+func (f fetchResponse) wireBody() wire.Body { return f.body }
+
+func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.FetchRequest)
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(r.Version)
+	useIDs := r.Version >= 13
+
+	key := func(topic string, id [16]byte, p int32) sessionKey {
+		if useIDs {
+			return sessionKey{id: id, partition: p}
+		}
+		return sessionKey{topic: topic, partition: p}
+	}
+	var wanted []cachedPartition
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			wanted = append(wanted, cachedPartition{
+				key:                key(t.Topic, t.TopicID, p.Partition),
+				fetchOffset:        p.FetchOffset,
+				logStartOffset:     p.LogStartOffset,
+				maxBytes:           p.PartitionMaxBytes,
+				currentLeaderEpoch: p.CurrentLeaderEpoch,
+				lastFetchedEpoch:   p.LastFetchedEpoch,
+			})
+		}
+	}
+	var forgotten []sessionKey
+	for _, t := range r.ForgottenTopics {
+		for _, p := range t.Partitions {
+			forgotten = append(forgotten, key(t.Topic, t.TopicID, p))
+		}
+	}
+
+	sessionID, sessionEpoch := r.SessionID, r.SessionEpoch
+	if r.Version < 7 {
+		sessionID, sessionEpoch = 0, finalEpoch
+	}
+	fctx := env.FetchSessions.open(sessionID, sessionEpoch, wanted, forgotten)
+	if fctx.errCode != 0 {
+		resp.ErrorCode = fctx.errCode
+		env.Metrics.Error(req.Key, fctx.errCode)
+		return encodedFetch(resp, nil)
+	}
+
+	// The partitions to read, in the order they will be answered.
+	var parts []*fetchPart
+	if fctx.full {
+		parts = make([]*fetchPart, len(wanted))
+		for i := range wanted {
+			parts[i] = &fetchPart{cp: &wanted[i]}
+		}
+	} else {
+		env.FetchSessions.lock()
+		parts = make([]*fetchPart, len(fctx.session.parts))
+		for i, cp := range fctx.session.parts {
+			c := *cp // read a copy; the session is updated after
+			parts[i] = &fetchPart{cp: &c}
+		}
+		env.FetchSessions.unlock()
+	}
+
+	iso := partition.ReadHighWatermark
+	if r.IsolationLevel == 1 {
+		iso = partition.ReadCommitted
+	}
+	replicaID := r.ReplicaID
+	if r.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	if replicaID >= 0 {
+		// A follower reads to the log end offset (Kafka's
+		// FetchIsolation.LOG_END); Cascade has none on a single node,
+		// but a replica fetch must not see less than it asked for.
+		iso = partition.ReadLogEnd
+	}
+	for _, fp := range parts {
+		fp.resolve(env, useIDs)
+	}
+
+	maxBytes := int(r.MaxBytes)
+	if r.Version < 3 || maxBytes <= 0 || maxBytes > maxFetchResponseBytes {
+		maxBytes = maxFetchResponseBytes
+	}
+	deadline := env.now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	waiter := partition.NewWaiter()
+	defer func() {
+		for _, fp := range parts {
+			if fp.p != nil {
+				fp.p.RemoveWaiter(waiter)
+			}
+		}
+	}()
+	for {
+		for _, fp := range parts {
+			if fp.p != nil && fp.code == 0 {
+				fp.p.AddWaiter(waiter)
+			}
+		}
+		total, stop := readParts(parts, maxBytes, iso)
+		// As Kafka's ReplicaManager.fetchMessages: answer at once when
+		// there is nothing to wait for, enough bytes, or any error.
+		if stop || total >= int(r.MinBytes) || r.MaxWaitMillis <= 0 || len(parts) == 0 {
+			break
+		}
+		wait := deadline.Sub(env.now())
+		if wait <= 0 {
+			break
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-waiter.C:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		if ctx.Err() != nil || !env.now().Before(deadline) {
+			// Answer with what is there now, as a DelayedFetch
+			// that expires re-reads before completing.
+			for _, fp := range parts {
+				fp.release()
+			}
+			readParts(parts, maxBytes, iso)
+			break
+		}
+		for _, fp := range parts {
+			fp.release()
+		}
+	}
+
+	if fctx.full {
+		return buildFullFetch(env, req, resp, parts, fctx.create)
+	}
+	return buildIncrementalFetch(env, req, resp, parts, fctx.session)
+}
+
+// resolve finds the partition and checks the request's leader epoch.
+func (fp *fetchPart) resolve(env *Env, useIDs bool) {
+	k := fp.cp.key
+	fp.topic = k.topic
+	if useIDs {
+		name, ok := env.Partitions.TopicName(k.id)
+		if !ok {
+			fp.code = kerr.UnknownTopicID.Code
+			return
+		}
+		fp.topic = name
+	}
+	fp.p = env.Partitions.Get(log.TopicPartition{Topic: fp.topic, Partition: k.partition})
+	if fp.p == nil {
+		fp.code = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	fp.code = checkLeaderEpoch(fp.cp.currentLeaderEpoch, fp.p.LeaderEpoch())
+}
+
+// checkLeaderEpoch is Kafka's Partition.checkCurrentLeaderEpoch (KIP-320):
+// -1 skips the check; an older epoch is fenced; a newer one is not known yet.
+func checkLeaderEpoch(requested, current int32) int16 {
+	switch {
+	case requested == -1 || requested == current:
+		return 0
+	case requested < current:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+// readParts reads every partition without an error, sharing maxBytes in
+// order; the first partition to return data may exceed the limits by one
+// batch (KIP-74). It returns the bytes read and whether an error (or
+// divergence) asks for an immediate answer.
+func readParts(parts []*fetchPart, maxBytes int, iso partition.Isolation) (int, bool) {
+	total := 0
+	stop := false
+	for _, fp := range parts {
+		fp.aborted, fp.diverging = nil, nil
+		if fp.p == nil || (fp.code != 0 && fp.code != kerr.OffsetOutOfRange.Code) {
+			stop = stop || fp.code != 0
+			continue
+		}
+		fp.code = 0
+		if lfe := fp.cp.lastFetchedEpoch; lfe >= 0 {
+			// KIP-595 divergence check, as Partition.readRecords.
+			e, end := fp.p.EndOffsetForEpoch(lfe)
+			if e < lfe || end < fp.cp.fetchOffset {
+				fp.diverging = &kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: e, EndOffset: end}
+				fp.res = partition.ReadResult{HighWatermark: fp.p.HighWatermark(), LastStableOffset: fp.p.LastStableOffset()}
+				fp.res.LogStartOffset = fp.p.LogStartOffset()
+				stop = true
+				continue
+			}
+		}
+		limit := min(int(fp.cp.maxBytes), maxBytes-total)
+		if limit < 0 {
+			limit = 0
+		}
+		res, err := fp.p.Read(fp.cp.fetchOffset, limit, iso, total == 0)
+		if err != nil {
+			fp.code = ErrorCode(err)
+			stop = true
+			continue
+		}
+		fp.res = res
+		total += res.Size
+		if iso == partition.ReadCommitted && res.Size > 0 {
+			fp.aborted = fp.p.Log().AbortedTxns(fp.cp.fetchOffset, res.LastStableOffset)
+		}
+	}
+	return total, stop
+}
+
+// partitionResponse fills one partition's response, Kafka's
+// FetchPartitionData: on an error the offsets are -1 and records empty.
+func (fp *fetchPart) partitionResponse(iso bool) kmsg.FetchResponseTopicPartition {
+	pr := kmsg.NewFetchResponseTopicPartition()
+	pr.Partition = fp.cp.key.partition
+	pr.ErrorCode = fp.code
+	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
+	if fp.code == 0 {
+		pr.HighWatermark = fp.res.HighWatermark
+		pr.LastStableOffset = fp.res.LastStableOffset
+		pr.LogStartOffset = fp.res.LogStartOffset
+		if iso && fp.res.Size > 0 {
+			pr.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			for _, a := range fp.aborted {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				pr.AbortedTransactions = append(pr.AbortedTransactions, at)
+			}
+		}
+		if fp.diverging != nil {
+			pr.DivergingEpoch = *fp.diverging
+		}
+	}
+	return pr
+}
+
+// appendPart adds fp to the response, grouping consecutive partitions of a
+// topic as Kafka's FetchResponse.of does, and collects its regions.
+func appendPart(resp *kmsg.FetchResponse, regions *[][][]log.Region, fp *fetchPart, iso bool) {
+	k := fp.cp.key
+	ts := resp.Topics
+	if n := len(ts); n == 0 || ts[n-1].Topic != fp.topic || ts[n-1].TopicID != k.id {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = fp.topic, k.id
+		resp.Topics = append(resp.Topics, t)
+		*regions = append(*regions, nil)
+	}
+	t := &resp.Topics[len(resp.Topics)-1]
+	t.Partitions = append(t.Partitions, fp.partitionResponse(iso))
+	rs := &(*regions)[len(*regions)-1]
+	*rs = append(*rs, fp.res.Regions)
+	fp.res.Regions = nil // ownership moves to the body
+}
+
+func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, create bool) (kmsg.Response, error) {
+	iso := req.Msg.(*kmsg.FetchRequest).IsolationLevel == 1
+	var regions [][][]log.Region
+	for _, fp := range parts {
+		env.Metrics.Error(req.Key, fp.code)
+		appendPart(resp, &regions, fp, iso)
+	}
+	if create && resp.ErrorCode == 0 {
+		cps := make([]*cachedPartition, len(parts))
+		for i, fp := range parts {
+			cp := *fp.cp
+			cp.hw, cp.lso, cp.startOffset = fp.res.HighWatermark, fp.res.LastStableOffset, fp.res.LogStartOffset
+			if fp.code != 0 {
+				cp.hw, cp.lso, cp.startOffset = -1, -1, -1
+			}
+			cps[i] = &cp
+		}
+		resp.SessionID = env.FetchSessions.create(cps)
+	}
+	return encodedFetch(resp, regions)
+}
+
+// buildIncrementalFetch answers only the partitions with news, as Kafka's
+// CachedPartition.maybeUpdateResponseData, and moves partitions that
+// returned records to the end of the session so others get their turn.
+func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, s *fetchSession) (kmsg.Response, error) {
+	iso := req.Msg.(*kmsg.FetchRequest).IsolationLevel == 1
+	resp.SessionID = s.id
+	var regions [][][]log.Region
+	var moved []*cachedPartition
+	env.FetchSessions.lock()
+	for _, fp := range parts {
+		cp := s.index[fp.cp.key]
+		if cp == nil {
+			fp.release() // forgotten by a concurrent request
+			continue
+		}
+		hw, lso, start := fp.res.HighWatermark, fp.res.LastStableOffset, fp.res.LogStartOffset
+		if fp.code != 0 {
+			hw, lso, start = -1, -1, -1
+		}
+		must := fp.code != 0 || fp.res.Size > 0 || fp.diverging != nil ||
+			hw != cp.hw || lso != cp.lso || start != cp.startOffset
+		if !must {
+			fp.release()
+			continue
+		}
+		cp.hw, cp.lso, cp.startOffset = hw, lso, start
+		if fp.res.Size > 0 {
+			moved = append(moved, cp)
+		}
+		env.Metrics.Error(req.Key, fp.code)
+		appendPart(resp, &regions, fp, iso)
+	}
+	for _, cp := range moved {
+		s.moveToEnd(cp)
+	}
+	env.FetchSessions.unlock()
+	return encodedFetch(resp, regions)
+}
+
+func encodedFetch(resp *kmsg.FetchResponse, regions [][][]log.Region) (kmsg.Response, error) {
+	body, err := encodeFetchResponse(resp, regions)
+	if err != nil {
+		return nil, errors.Join(errors.New("handler: encoding fetch response"), err)
+	}
+	return fetchResponse{FetchResponse: resp, body: body}, nil
+}

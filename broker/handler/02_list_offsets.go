@@ -1,0 +1,97 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/partition"
+)
+
+// ListOffsets: v1-10
+//
+// Kafka 4's floor is v1 (KIP-896).
+//   - v2: IsolationLevel (KIP-98)
+//   - v4: CurrentLeaderEpoch and LeaderEpoch (KIP-320)
+//   - v6: flexible
+//   - v7: MAX_TIMESTAMP -3 (KIP-734)
+//   - v8: EARLIEST_LOCAL -4 (KIP-405; equals earliest without tiering)
+//   - v9: LATEST_TIERED -5 (KIP-1005; -1 without tiering)
+//   - v10: TimeoutMillis (KIP-1075; nothing here is remote, so unused)
+func init() { register(2, 1, 10, handleListOffsets) }
+
+// Special timestamps of ListOffsetsRequest.
+const (
+	latestTimestamp        = -1
+	earliestTimestamp      = -2
+	maxTimestamp           = -3
+	earliestLocalTimestamp = -4
+	latestTieredTimestamp  = -5
+)
+
+func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	resp.SetVersion(r.Version)
+	iso := partition.ReadHighWatermark
+	switch {
+	case r.ReplicaID >= 0:
+		iso = partition.ReadLogEnd
+	case r.IsolationLevel == 1:
+		iso = partition.ReadCommitted
+	}
+	for _, rt := range r.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			sp.ErrorCode = listOffset(env, r.Version, rt.Topic, rp, iso, &sp)
+			env.Metrics.Error(req.Key, sp.ErrorCode)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// listOffset is Partition.fetchOffsetForTimestamp: offsets beyond the last
+// fetchable offset of the isolation level are never returned.
+func listOffset(env *Env, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition, iso partition.Isolation, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: rp.Partition})
+	if p == nil {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
+		return code
+	}
+	epoch := p.LeaderEpoch()
+	fetchable := p.Bound(iso)
+	switch ts := rp.Timestamp; {
+	case ts == latestTimestamp:
+		sp.Offset, sp.LeaderEpoch = fetchable, epoch
+	case ts == earliestTimestamp || ts == earliestLocalTimestamp:
+		sp.Offset, sp.LeaderEpoch = p.LogStartOffset(), epoch
+	case ts == maxTimestamp:
+		off, t := p.Log().MaxTimestamp()
+		if off >= 0 {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
+		}
+	case ts == latestTieredTimestamp:
+		// No tiered storage: Kafka answers offset -1, epoch -1.
+	case ts < 0:
+		return kerr.InvalidRequest.Code
+	default:
+		off, t, e, ok := p.Log().OffsetForTimestamp(ts)
+		if ok && off < fetchable {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, e
+		}
+	}
+	if version < 4 {
+		sp.LeaderEpoch = -1
+	}
+	return 0
+}

@@ -1,0 +1,160 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/metadata"
+)
+
+// Metadata: v0-13
+//
+// Kafka 4 keeps v0 (KIP-896 floor).
+//   - v1: null topics means all; ControllerID; IsInternal; Rack
+//   - v2: ClusterID
+//   - v4: AllowAutoTopicCreation
+//   - v5: OfflineReplicas
+//   - v7: LeaderEpoch (KIP-320)
+//   - v8: authorized operations (KIP-430); v11 drops the cluster-level one
+//   - v9: flexible
+//   - v10: TopicID in responses (KIP-516); v12: topics requested by id
+//   - v13: top-level ErrorCode (KIP-1102; always 0 here)
+func init() { register(3, 0, 13, handleMetadata) }
+
+// isInternalTopic is Kafka's Topic.isInternal.
+func isInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// Operation bits of AclOperation, for authorized-operations fields. Cascade
+// has no authorizer, so every operation a resource supports is allowed, as
+// Kafka reports without an authorizer configured.
+const (
+	opRead            = 3
+	opWrite           = 4
+	opCreate          = 5
+	opDelete          = 6
+	opAlter           = 7
+	opDescribe        = 8
+	opClusterAction   = 9
+	opDescribeConfigs = 10
+	opAlterConfigs    = 11
+	opIdempotentWrite = 12
+)
+
+func bits(ops ...int) int32 {
+	var b int32
+	for _, o := range ops {
+		b |= 1 << o
+	}
+	return b
+}
+
+var (
+	topicOps   = bits(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
+	clusterOps = bits(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
+)
+
+func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	resp.SetVersion(r.Version)
+	img := env.Meta.Image()
+
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = env.NodeID, env.Host, env.Port
+	resp.Brokers = append(resp.Brokers, b)
+	cid := img.ClusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = env.NodeID
+	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOps
+	}
+
+	// v0 sends an empty list for "all topics"; v1+ sends null.
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		for _, t := range img.Topics() {
+			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+		}
+		return resp, nil
+	}
+	autoCreate := env.Config.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
+	for _, rt := range r.Topics {
+		var zero [16]byte
+		if rt.TopicID != zero && r.Version >= 10 {
+			t, ok := img.TopicByID(metadata.UUID(rt.TopicID))
+			if !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				env.Metrics.Error(req.Key, mt.ErrorCode)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+			continue
+		}
+		if rt.Topic == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.ErrorCode = kerr.InvalidRequest.Code
+			env.Metrics.Error(req.Key, mt.ErrorCode)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		name := *rt.Topic
+		if t, ok := img.Topic(name); ok {
+			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = &name
+		mt.IsInternal = isInternalTopic(name)
+		switch {
+		case !autoCreate || mt.IsInternal:
+			// Internal topics are created by their coordinators with
+			// their own configs, never with num.partitions.
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			// As Kafka's AutoTopicCreationManager: the topic is
+			// created and this response says LEADER_NOT_AVAILABLE;
+			// the client's next Metadata request sees it.
+			if _, err := env.Meta.EnsureTopic(name); err != nil {
+				mt.ErrorCode = ErrorCode(err)
+				env.logger().Debug("auto-create failed", "topic", name, "err", err)
+			} else {
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+		env.Metrics.Error(req.Key, mt.ErrorCode)
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+func topicMetadata(env *Env, r *kmsg.MetadataRequest, t *metadata.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(name)
+	if r.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = topicOps
+	}
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Partition
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = append([]int32(nil), p.ISR...)
+		mp.OfflineReplicas = []int32{}
+		if p.Leader == -1 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,9 @@
+package handler
+
+// SyncGroup: v0-5
+//
+//   - v1: ThrottleMillis
+//   - v3: InstanceID (KIP-345)
+//   - v4: flexible
+//   - v5: ProtocolType and Protocol, checked against the group's (KIP-559)
+func init() { register(14, 0, 5, groupRequest) }

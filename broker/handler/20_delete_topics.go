@@ -1,0 +1,121 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/metadata"
+)
+
+// DeleteTopics: v1-6
+//
+// Kafka 4's floor is v1 (KIP-896).
+//   - v2, v3: no change to fields; from v3 a disabled deletion answers
+//     TOPIC_DELETION_DISABLED instead of INVALID_REQUEST
+//   - v4: flexible
+//   - v5: ErrorMessage (KIP-599)
+//   - v6: topics by name or by id (KIP-516); the response names the topic
+//     deleted by id
+//
+// As ControllerApis.deleteTopics: with delete.topic.enable=false every entry
+// answers the same error; a name or id given twice answers one
+// INVALID_REQUEST ("Duplicate topic name."/"Duplicate topic id.") and is not
+// deleted; an entry with both or neither of name and id is INVALID_REQUEST.
+// Each deletion is durable before the response; the partition manager
+// removes the logs when it sees the new image.
+func init() { register(20, 1, 6, handleDeleteTopics) }
+
+type deleteEntry struct {
+	name *string
+	id   [16]byte
+	code int16
+	msg  *string
+}
+
+func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	resp.SetVersion(req.Version)
+
+	// The request's topics in one list: names (v1-5) or name/id pairs (v6).
+	var given []deleteEntry
+	for i := range r.TopicNames {
+		given = append(given, deleteEntry{name: &r.TopicNames[i]})
+	}
+	for _, t := range r.Topics {
+		given = append(given, deleteEntry{name: t.Topic, id: t.TopicID})
+	}
+
+	var out []deleteEntry
+	if !env.Config.DeleteTopicEnable {
+		code := kerr.TopicDeletionDisabled.Code
+		if req.Version < 3 {
+			code = kerr.InvalidRequest.Code
+		}
+		for _, e := range given {
+			e.code = code
+			out = append(out, e)
+		}
+		return deleteTopicsResponse(env, req, resp, out), nil
+	}
+
+	msg := func(s string) *string { return &s }
+	var zero [16]byte
+	names, ids := map[string]int{}, map[[16]byte]int{}
+	for _, e := range given {
+		switch {
+		case e.name != nil && e.id == zero:
+			names[*e.name]++
+		case e.name == nil && e.id != zero:
+			ids[e.id]++
+		}
+	}
+	var reqs []metadata.DeleteTopic
+	for _, e := range given {
+		switch {
+		case e.name == nil && e.id == zero:
+			e.code, e.msg = kerr.InvalidRequest.Code, msg("Neither topic name nor id were specified.")
+			out = append(out, e)
+		case e.name != nil && e.id != zero:
+			e.code, e.msg = kerr.InvalidRequest.Code, msg("You may not specify both topic name and topic id.")
+			out = append(out, e)
+		case e.name != nil && names[*e.name] > 1:
+			out = append(out, deleteEntry{name: e.name, code: kerr.InvalidRequest.Code, msg: msg("Duplicate topic name.")})
+			names[*e.name] = -1 // later occurrences are skipped below
+		case e.name == nil && ids[e.id] > 1:
+			out = append(out, deleteEntry{id: e.id, code: kerr.InvalidRequest.Code, msg: msg("Duplicate topic id.")})
+			ids[e.id] = -1
+		case e.name != nil && names[*e.name] < 0, e.name == nil && ids[e.id] < 0:
+		case e.name != nil:
+			reqs = append(reqs, metadata.DeleteTopic{Name: *e.name})
+		default:
+			reqs = append(reqs, metadata.DeleteTopic{ID: metadata.UUID(e.id)})
+		}
+	}
+	for _, res := range env.Meta.DeleteTopics(reqs) {
+		e := deleteEntry{id: res.ID}
+		if res.Name != "" {
+			name := res.Name
+			e.name = &name
+		}
+		if res.Err != nil {
+			e.code, e.msg = ErrorCode(res.Err), errMessage(res.Err)
+		}
+		out = append(out, e)
+	}
+	return deleteTopicsResponse(env, req, resp, out), nil
+}
+
+func deleteTopicsResponse(env *Env, req *Request, resp *kmsg.DeleteTopicsResponse, out []deleteEntry) *kmsg.DeleteTopicsResponse {
+	for _, e := range out {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = e.name, e.id, e.code, e.msg
+		if e.code != 0 {
+			env.Metrics.Error(req.Key, e.code)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

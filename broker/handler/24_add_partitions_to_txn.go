@@ -1,0 +1,117 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/txn"
+)
+
+// AddPartitionsToTxn: v0-5
+//
+//   - v1: no change (throttle after response)
+//   - v2: PRODUCER_FENCED replaces INVALID_PRODUCER_EPOCH (KIP-588)
+//   - v3: flexible
+//   - v4: the batched broker form: many transactions, VerifyOnly, a
+//     top-level error code (KIP-890 part 1); clients use v3 and below
+//   - v5: no change for the transactions v1 path implemented here
+//
+// As KafkaApis.handleAddPartitionsToTxnRequest, a partition of an unknown
+// topic fails with UNKNOWN_TOPIC_OR_PARTITION and the rest of its
+// transaction with OPERATION_NOT_ATTEMPTED; otherwise every partition gets
+// the coordinator's answer.
+func init() { register(24, 0, 5, handleAddPartitionsToTxn) }
+
+func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.AddPartitionsToTxnRequest)
+	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	resp.SetVersion(r.Version)
+	fencedIsEpoch := r.Version < 2
+	if r.Version < 4 {
+		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		t.TransactionalID, t.ProducerID, t.ProducerEpoch = r.TransactionalID, r.ProducerID, r.ProducerEpoch
+		for _, rt := range r.Topics {
+			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			tt.Topic, tt.Partitions = rt.Topic, rt.Partitions
+			t.Topics = append(t.Topics, tt)
+		}
+		codes := addPartitionsOne(ctx, env, t, fencedIsEpoch)
+		for _, rt := range r.Topics {
+			st := kmsg.NewAddPartitionsToTxnResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, codes[txn.TopicPartition{Topic: rt.Topic, Partition: p}]
+				env.Metrics.Error(req.Key, sp.ErrorCode)
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+	for _, t := range r.Transactions {
+		codes := addPartitionsOne(ctx, env, t, fencedIsEpoch)
+		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		st.TransactionalID = t.TransactionalID
+		for _, rt := range t.Topics {
+			tt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			tt.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				sp.Partition, sp.ErrorCode = p, codes[txn.TopicPartition{Topic: rt.Topic, Partition: p}]
+				env.Metrics.Error(req.Key, sp.ErrorCode)
+				tt.Partitions = append(tt.Partitions, sp)
+			}
+			st.Topics = append(st.Topics, tt)
+		}
+		resp.Transactions = append(resp.Transactions, st)
+	}
+	return resp, nil
+}
+
+// addPartitionsOne handles one transaction of the request and returns a code
+// per partition.
+func addPartitionsOne(ctx context.Context, env *Env, t kmsg.AddPartitionsToTxnRequestTransaction, fencedIsEpoch bool) map[txn.TopicPartition]int16 {
+	codes := map[txn.TopicPartition]int16{}
+	var tps []txn.TopicPartition
+	unknown := false
+	for _, rt := range t.Topics {
+		for _, p := range rt.Partitions {
+			tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
+			tps = append(tps, tp)
+			if env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: p}) == nil {
+				codes[tp] = kerr.UnknownTopicOrPartition.Code
+				unknown = true
+			}
+		}
+	}
+	setAll := func(code int16) {
+		for _, tp := range tps {
+			if _, set := codes[tp]; !set {
+				codes[tp] = code
+			}
+		}
+	}
+	switch {
+	case unknown:
+		setAll(kerr.OperationNotAttempted.Code)
+	case env.Txn == nil:
+		setAll(kerr.CoordinatorNotAvailable.Code)
+	case t.VerifyOnly:
+		res, err := env.Txn.Verify(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+		if err != nil {
+			setAll(txnErrorCode(err, fencedIsEpoch))
+			break
+		}
+		for tp, e := range res {
+			codes[tp] = txnErrorCode(e, fencedIsEpoch)
+		}
+	default:
+		err := env.Txn.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+		setAll(txnErrorCode(err, fencedIsEpoch))
+	}
+	return codes
+}

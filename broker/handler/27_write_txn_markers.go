@@ -1,0 +1,51 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+)
+
+// WriteTxnMarkers: v1
+//
+// Kafka 4 removed v0 (KIP-896); v1 is flexible. The transaction
+// coordinator writes its own markers in-process; this API serves tools
+// such as kafka-transactions.sh abort (KIP-664), which end a hanging
+// transaction by writing its marker directly. As
+// KafkaApis.handleWriteTxnMarkersRequest, a partition not hosted here is
+// UNKNOWN_TOPIC_OR_PARTITION.
+func init() { register(27, 1, 1, handleWriteTxnMarkers) }
+
+func handleWriteTxnMarkers(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	resp.SetVersion(r.Version)
+	for _, m := range r.Markers {
+		sm := kmsg.NewWriteTxnMarkersResponseMarker()
+		sm.ProducerID = m.ProducerID
+		for _, rt := range m.Topics {
+			st := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition = p
+				switch {
+				case env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: p}) == nil:
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case env.Txn == nil:
+					sp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				default:
+					sp.ErrorCode = ErrorCode(env.Txn.WriteMarker(rt.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch))
+				}
+				env.Metrics.Error(req.Key, sp.ErrorCode)
+				st.Partitions = append(st.Partitions, sp)
+			}
+			sm.Topics = append(sm.Topics, st)
+		}
+		resp.Markers = append(resp.Markers, sm)
+	}
+	return resp, nil
+}

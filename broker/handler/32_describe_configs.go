@@ -1,0 +1,181 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+)
+
+// DescribeConfigs: v1-4
+//
+// Kafka 4's floor is v1 (KIP-896).
+//   - v1: IncludeSynonyms and each entry's Source (KIP-226)
+//   - v2: no change to fields
+//   - v3: IncludeDocumentation and ConfigType (KIP-569)
+//   - v4: flexible
+//
+// Topics: every topic config with its source (DYNAMIC_TOPIC_CONFIG,
+// STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and synonyms, as Kafka's
+// ConfigHelper.createTopicConfigEntry. Brokers: named by this node's id, the
+// configs Cascade honours with STATIC_BROKER_CONFIG or DEFAULT_CONFIG, all
+// read-only; the empty name (cluster-wide dynamic defaults) has no entries
+// because Cascade has no dynamic broker configs. An empty or null name list
+// means every config.
+func init() { register(32, 1, 4, handleDescribeConfigs) }
+
+func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.DescribeConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	resp.SetVersion(req.Version)
+	img := env.Meta.Image()
+	for _, res := range r.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		var entries []config.Entry
+		var err error
+		switch res.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if err = metadata.ValidateTopicName(res.ResourceName); err != nil {
+				break
+			}
+			t, ok := img.Topic(res.ResourceName)
+			if !ok {
+				// Kafka's ConfigHelper sends no message here.
+				err = &metadata.Error{Kind: metadata.ErrUnknownTopic}
+				break
+			}
+			entries = config.DescribeTopic(env.Config, t.Configs)
+		case kmsg.ConfigResourceTypeBroker:
+			var perBroker bool
+			if perBroker, err = checkBrokerResource(env, res.ResourceName); err == nil && perBroker {
+				entries = env.Config.DescribeBroker()
+			}
+		default:
+			err = &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: fmt.Sprintf("Unsupported resource type: %s", res.ResourceType)}
+		}
+		if err != nil {
+			rr.ErrorCode = ErrorCode(err)
+			rr.ErrorMessage = errMessage(err)
+			env.Metrics.Error(req.Key, rr.ErrorCode)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		want := map[string]bool{}
+		for _, n := range res.ConfigNames {
+			want[n] = true
+		}
+		for _, e := range entries {
+			if len(want) > 0 && !want[e.Name] {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name = e.Name
+			c.Value = e.Value
+			c.ReadOnly = e.ReadOnly
+			c.IsDefault = e.Source == config.SourceDefaultConfig
+			c.Source = kmsg.ConfigSource(e.Source)
+			c.IsSensitive = e.Sensitive
+			if e.Sensitive {
+				c.Value = nil
+			}
+			if r.IncludeSynonyms {
+				for _, s := range e.Synonyms {
+					syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					syn.Name, syn.Value, syn.Source = s.Name, s.Value, kmsg.ConfigSource(s.Source)
+					if e.Sensitive {
+						syn.Value = nil
+					}
+					c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+				}
+			}
+			c.ConfigType = kmsg.ConfigType(e.Type)
+			if r.IncludeDocumentation {
+				doc := e.Doc
+				c.Documentation = &doc
+			}
+			rr.Configs = append(rr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}
+
+// checkBrokerResource validates a BROKER resource name as Kafka's
+// ConfigHelper: this node's id (perBroker true) or the empty name for
+// cluster-wide defaults (false); anything else is INVALID_REQUEST.
+func checkBrokerResource(env *Env, name string) (perBroker bool, err error) {
+	if name == "" {
+		return false, nil
+	}
+	id, perr := strconv.ParseInt(name, 10, 32)
+	if perr != nil {
+		return false, &metadata.Error{Kind: metadata.ErrInvalidRequest,
+			Message: fmt.Sprintf("Broker id must be an integer, but it is: %s", name)}
+	}
+	if int32(id) != env.Config.NodeID {
+		return false, &metadata.Error{Kind: metadata.ErrInvalidRequest,
+			Message: fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", env.Config.NodeID, name)}
+	}
+	return true, nil
+}
+
+// alterBrokerConfigs answers an AlterConfigs or IncrementalAlterConfigs of a
+// BROKER resource. Cascade changes no broker config at run time, so every
+// change is refused with INVALID_REQUEST, worded as Kafka's
+// DynamicBrokerConfig for configs Kafka cannot change dynamically either.
+func alterBrokerConfigs(env *Env, resourceName string, names []string) (int16, *string) {
+	if _, err := checkBrokerResource(env, resourceName); err != nil {
+		return ErrorCode(err), errMessage(err)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	var static, dynamic, unknown []string
+	for _, n := range names {
+		def, ok := config.BrokerDef(n)
+		switch {
+		case !ok:
+			unknown = append(unknown, n)
+		case def.Dynamic:
+			dynamic = append(dynamic, n)
+		default:
+			static = append(static, n)
+		}
+	}
+	// ConfigAdminManager.validateBrokerConfigChange turns the
+	// ConfigException of DynamicBrokerConfig into INVALID_REQUEST with its
+	// message (KAFKA-13609).
+	var msg string
+	switch {
+	case len(unknown) > 0:
+		msg = "Cascade does not honour these configs: " + scalaSet(unknown)
+	case len(static) > 0:
+		msg = "Cannot update these configs dynamically: " + scalaSet(static)
+	default:
+		msg = "Cascade does not update broker configs at run time; set them in server.properties: " + scalaSet(dynamic)
+	}
+	return kerr.InvalidRequest.Code, &msg
+}
+
+// scalaSet renders names as Scala prints a Set, as Kafka's messages do.
+func scalaSet(names []string) string {
+	s := "Set("
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s + ")"
+}
+
+// resolveTopic returns a topic's effective configuration.
+func resolveTopic(env *Env, overrides map[string]string) (config.Topic, error) {
+	return config.ResolveTopic(env.Config, overrides)
+}

@@ -1,0 +1,70 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/metadata"
+)
+
+// CreatePartitions: v0-3
+//
+//   - v1: no change (throttling on quota violation)
+//   - v2: flexible
+//   - v3: no change (quota violations, KIP-599; Cascade has no quotas)
+//
+// A count may only grow (INVALID_PARTITIONS otherwise); a manual assignment
+// must name one replica list per new partition, on this node. A topic named
+// twice fails with INVALID_REQUEST, as ControllerApis.createPartitions.
+func init() { register(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	resp.SetVersion(req.Version)
+
+	count := map[string]int{}
+	for _, t := range r.Topics {
+		count[t.Topic]++
+	}
+	var reqs []metadata.CreatePartitions
+	for _, t := range r.Topics {
+		if count[t.Topic] > 1 {
+			continue
+		}
+		cp := metadata.CreatePartitions{Name: t.Topic, Count: t.Count}
+		if t.Assignment != nil {
+			cp.Assignments = make([][]int32, 0, len(t.Assignment))
+			for _, a := range t.Assignment {
+				cp.Assignments = append(cp.Assignments, a.Replicas)
+			}
+		}
+		reqs = append(reqs, cp)
+	}
+	dupReported := map[string]bool{}
+	for _, t := range r.Topics {
+		if count[t.Topic] > 1 && !dupReported[t.Topic] {
+			dupReported[t.Topic] = true
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = kerr.InvalidRequest.Code
+			msg := "Duplicate topic in request."
+			rt.ErrorMessage = &msg
+			env.Metrics.Error(req.Key, rt.ErrorCode)
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	for _, res := range env.Meta.CreatePartitions(reqs, r.ValidateOnly) {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = res.Name
+		if res.Err != nil {
+			rt.ErrorCode = ErrorCode(res.Err)
+			rt.ErrorMessage = errMessage(res.Err)
+			env.Metrics.Error(req.Key, rt.ErrorCode)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,61 @@
+package handler
+
+import (
+	"context"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeCluster: v0-2
+//
+//   - v0: KIP-700; flexible from the start
+//   - v1: EndpointType (KIP-919): a broker answers only for brokers, else
+//     MISMATCHED_ENDPOINT_TYPE
+//   - v2: IncludeFencedBrokers and each broker's IsFenced (KIP-1073); a
+//     single node is never fenced
+//
+// ControllerID is this node: as Kafka's KRaft brokers, which report a live
+// broker because clients cannot reach the controllers. Cascade has no
+// authorizer, so ClusterAuthorizedOperations, when asked for, is every
+// operation Kafka's AclEntry supports on the CLUSTER resource.
+func init() { register(60, 0, 2, handleDescribeCluster) }
+
+// AclOperation codes (Kafka's AclOperation) supported on CLUSTER.
+const clusterAuthorizedOps = 1<<5 | // CREATE
+	1<<7 | // ALTER
+	1<<8 | // DESCRIBE
+	1<<9 | // CLUSTER_ACTION
+	1<<10 | // DESCRIBE_CONFIGS
+	1<<11 | // ALTER_CONFIGS
+	1<<12 // IDEMPOTENT_WRITE
+
+func handleDescribeCluster(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.SetVersion(req.Version)
+	resp.EndpointType = 1 // brokers
+	resp.ClusterAuthorizedOperations = math.MinInt32
+	if req.Version >= 1 && r.EndpointType != 1 {
+		// As KafkaApis.handleDescribeCluster, for any type but BROKER.
+		want := "UNKNOWN"
+		if r.EndpointType == 2 {
+			want = "CONTROLLER"
+		}
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		msg := "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type " + want
+		resp.ErrorMessage = &msg
+		env.Metrics.Error(req.Key, resp.ErrorCode)
+		return resp, nil
+	}
+	resp.ClusterID = env.Meta.Image().ClusterID
+	resp.ControllerID = env.NodeID
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = env.NodeID, env.Host, env.Port
+	resp.Brokers = append(resp.Brokers, b)
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+	}
+	return resp, nil
+}

@@ -1,0 +1,58 @@
+package handler
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/metrics"
+	"github.com/cascade-kafka/cascade/broker/partition"
+)
+
+// Env is the set of services the handlers use. The composition root
+// (broker.Start) builds one per broker; handlers read it and never replace
+// its fields.
+type Env struct {
+	// NodeID is node.id.
+	NodeID int32
+	// Host and Port are the advertised address Metadata publishes for this
+	// node (the first advertised listener).
+	Host string
+	Port int32
+	// Config is the validated broker configuration.
+	Config *config.Broker
+	// Meta is the durable metadata store: topics, partitions, configs,
+	// producer ids.
+	Meta *metadata.Store
+	// Partitions maps topic-partitions to this broker's replicas.
+	Partitions *partition.Manager
+	// Txn is the transaction coordinator (txn_coordinator.go); nil
+	// answers transactional requests COORDINATOR_NOT_AVAILABLE.
+	Txn *TxnCoordinator
+	// Groups is the group coordinator (group_coordinator.go); nil answers
+	// group requests COORDINATOR_NOT_AVAILABLE.
+	Groups *GroupCoordinator
+	// FetchSessions is the KIP-227 fetch session cache.
+	FetchSessions *FetchSessions
+	// Metrics records request counts, errors and latencies; may be nil.
+	Metrics *metrics.Metrics
+	// Now is the clock; tests inject a fake one.
+	Now func() time.Time
+	// Logger receives the handlers' logs.
+	Logger *slog.Logger
+}
+
+func (env *Env) now() time.Time {
+	if env.Now == nil {
+		return time.Now()
+	}
+	return env.Now()
+}
+
+func (env *Env) logger() *slog.Logger {
+	if env.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return env.Logger
+}

@@ -1,0 +1,566 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/group"
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/partition"
+	"github.com/cascade-kafka/cascade/broker/record"
+)
+
+// GroupCoordinator runs the group coordinator: one group.Coordinator state
+// machine for the __consumer_offsets partitions this broker leads, driven by
+// a single goroutine fed by a channel (Kafka's CoordinatorRuntime with one
+// event loop). It appends the state machine's records to __consumer_offsets
+// and answers a request only after its records are appended, under the
+// topic's flush policy; it ticks the state machine's timers from the broker
+// clock and replays __consumer_offsets at start, so offsets and groups
+// survive a restart.
+type GroupCoordinator struct {
+	env *Env
+	cfg group.Config
+
+	calls chan func()
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+
+	// Owned by the loop goroutine.
+	m       *group.Coordinator
+	parts   map[int32]*partition.Partition // nil until loaded
+	img     *metadata.Image                // image last given to SetTopics
+	waiters map[uint64]groupWaiter
+	nextID  uint64
+	// seqs are the next sequence numbers of the transactional batches
+	// this coordinator writes for producers (TxnOffsetCommit), per
+	// partition, as the log checks sequences of coordinator appends.
+	seqs map[producerSeqKey]producerSeq
+}
+
+type producerSeqKey struct {
+	partition int32
+	pid       int64
+}
+
+type producerSeq struct {
+	epoch int16
+	next  int32
+}
+
+type groupWaiter struct {
+	ch  chan kmsg.Response
+	req kmsg.Request
+}
+
+// NewGroupCoordinator returns a coordinator over env's metadata and
+// partitions with the given state machine configuration; Start runs it.
+func NewGroupCoordinator(env *Env, cfg group.Config) *GroupCoordinator {
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewSource(env.now().UnixNano()))
+	}
+	return &GroupCoordinator{
+		env: env, cfg: cfg,
+		calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
+		waiters: map[uint64]groupWaiter{},
+		seqs:    map[producerSeqKey]producerSeq{},
+	}
+}
+
+// GroupConfig maps the broker configuration to the state machine's.
+func GroupConfig(env *Env) group.Config {
+	c := group.DefaultConfig()
+	bc := env.Config
+	c.OffsetsTopicPartitions = bc.OffsetsTopicNumPartitions
+	c.InitialRebalanceDelay = bc.GroupInitialRebalanceDelay
+	if bc.GroupMinSessionTimeout > 0 {
+		c.MinSessionTimeout = bc.GroupMinSessionTimeout
+	}
+	if bc.GroupMaxSessionTimeout > 0 {
+		c.MaxSessionTimeout = bc.GroupMaxSessionTimeout
+	}
+	if bc.GroupMaxSize > 0 {
+		c.MaxGroupSize = int(bc.GroupMaxSize)
+	}
+	if bc.OffsetsRetention > 0 {
+		c.OffsetsRetention = bc.OffsetsRetention
+	}
+	if bc.OffsetsRetentionCheckInterval > 0 {
+		c.OffsetsRetentionCheck = bc.OffsetsRetentionCheckInterval
+	}
+	if bc.OffsetMetadataMaxBytes > 0 {
+		c.OffsetMetadataMaxBytes = int(bc.OffsetMetadataMaxBytes)
+	}
+	if bc.GroupConsumerSessionTimeout > 0 {
+		c.ConsumerSessionTimeout = bc.GroupConsumerSessionTimeout
+	}
+	if bc.GroupConsumerHeartbeatInterval > 0 {
+		c.ConsumerHeartbeatInterval = bc.GroupConsumerHeartbeatInterval
+	}
+	if bc.GroupConsumerMaxSize > 0 {
+		c.ConsumerMaxSize = int(bc.GroupConsumerMaxSize)
+	}
+	if len(bc.GroupConsumerAssignors) > 0 {
+		c.ConsumerAssignors = bc.GroupConsumerAssignors
+	}
+	return c
+}
+
+// Start loads __consumer_offsets if it exists and starts the loop. Without
+// the topic, the first group request creates it.
+func (c *GroupCoordinator) Start() error {
+	if c.env.Txn != nil {
+		c.env.Txn.OnOffsetsMarker(c.onMarker)
+	}
+	var err error
+	if _, ok := c.env.Meta.Image().Topic(consumerOffsetsTopic); ok {
+		err = c.load(false)
+	}
+	go c.run()
+	return err
+}
+
+// Close stops the loop; requests waiting on it get COORDINATOR_NOT_AVAILABLE.
+func (c *GroupCoordinator) Close() {
+	c.once.Do(func() { close(c.stop) })
+	<-c.done
+}
+
+// groupTickMax bounds how long the loop sleeps between ticks.
+const groupTickMax = time.Second
+
+func (c *GroupCoordinator) run() {
+	defer close(c.done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case fn := <-c.calls:
+			fn()
+		case <-t.C:
+			if c.m != nil {
+				c.m.Tick(c.env.now())
+				c.process()
+			}
+		case <-c.stop:
+			for id, w := range c.waiters {
+				w.ch <- group.ErrorResponse(w.req, kerr.CoordinatorNotAvailable.Code)
+				delete(c.waiters, id)
+			}
+			return
+		}
+		wait := groupTickMax
+		if c.m != nil {
+			if d := c.m.NextDeadline(); !d.IsZero() {
+				wait = min(max(time.Until(d), time.Millisecond), groupTickMax)
+			}
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
+	}
+}
+
+// Do runs one group API request and returns its response, which may come
+// only after a rebalance completes (JoinGroup) or the request's records are
+// appended (OffsetCommit).
+func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
+	ch := make(chan kmsg.Response, 1)
+	fn := func() {
+		// ListGroups goes to every broker, not through FindCoordinator:
+		// as Kafka, it does not create __consumer_offsets.
+		_, list := req.Msg.(*kmsg.ListGroupsRequest)
+		if err := c.ensureLoaded(!list); err != nil {
+			c.env.logger().Warn("group coordinator unavailable", "err", err)
+			ch <- group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+			return
+		}
+		if c.m == nil {
+			resp := req.Msg.(*kmsg.ListGroupsRequest).ResponseKind()
+			ch <- resp
+			return
+		}
+		c.syncTopics()
+		c.nextID++
+		id := c.nextID
+		c.waiters[id] = groupWaiter{ch: ch, req: req.Msg}
+		host := req.Conn
+		if h, _, ok := cutPort(host); ok {
+			host = h
+		}
+		if err := c.m.Step(c.env.now(), group.Request{ID: id, ClientID: req.ClientID, ClientHost: "/" + host, Msg: req.Msg}); err != nil {
+			delete(c.waiters, id)
+			ch <- group.ErrorResponse(req.Msg, kerr.UnknownServerError.Code)
+			return
+		}
+		c.process()
+	}
+	select {
+	case c.calls <- fn:
+	case <-c.stop:
+		return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+	case <-ctx.Done():
+		return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+	case <-c.done:
+		select {
+		case r := <-ch:
+			return r
+		default:
+			return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+		}
+	}
+}
+
+// onMarker is told by the transaction coordinator of a marker written to a
+// __consumer_offsets partition: the transaction's pending offsets become
+// visible or are dropped (Kafka's GroupCoordinator.onTransactionCompleted).
+func (c *GroupCoordinator) onMarker(partition int32, producerID int64, _ int16, commit bool) {
+	select {
+	case c.calls <- func() {
+		if c.m != nil {
+			c.m.CompleteTransaction(partition, producerID, commit)
+		}
+	}:
+	case <-c.stop:
+	}
+}
+
+// cutPort splits "host:port" at the last colon.
+func cutPort(addr string) (host, port string, ok bool) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:], true
+		}
+	}
+	return addr, "", false
+}
+
+// syncTopics gives the state machine the current topics when the image
+// changed.
+func (c *GroupCoordinator) syncTopics() {
+	img := c.env.Meta.Image()
+	if img == c.img {
+		return
+	}
+	c.img = img
+	ts := img.Topics()
+	out := make([]group.Topic, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, group.Topic{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	c.m.SetTopics(out)
+}
+
+// process appends what the state machine produced, one batch per
+// __consumer_offsets partition, then sends the replies. A failed append
+// answers the replies with COORDINATOR_NOT_AVAILABLE and reloads the
+// partition from the log, so memory never runs ahead of what is durable.
+func (c *GroupCoordinator) process() {
+	for {
+		rd := c.m.Ready()
+		if rd.Empty() {
+			return
+		}
+		failed := map[int32]error{}
+		for _, b := range batchRecords(rd.Records) {
+			if failed[b.partition] != nil {
+				continue
+			}
+			if err := c.appendBatch(b); err != nil {
+				failed[b.partition] = err
+				c.env.logger().Warn("appending to __consumer_offsets", "partition", b.partition, "err", err)
+			}
+		}
+		for _, r := range rd.Replies {
+			w, ok := c.waiters[r.ID]
+			if !ok {
+				continue
+			}
+			delete(c.waiters, r.ID)
+			if len(failed) > 0 {
+				w.ch <- group.ErrorResponse(w.req, kerr.CoordinatorNotAvailable.Code)
+				continue
+			}
+			w.ch <- r.Msg
+		}
+		for n := range failed {
+			c.reload(n)
+		}
+	}
+}
+
+// offsetsBatch is a run of records for one partition that go in one batch:
+// plain, or transactional for one producer.
+type offsetsBatch struct {
+	partition int32
+	recs      []group.Record
+}
+
+// batchRecords splits records into batches, keeping their order within each
+// partition.
+func batchRecords(recs []group.Record) []offsetsBatch {
+	var out []offsetsBatch
+	last := map[int32]int{} // partition → index in out of its open batch
+	for _, r := range recs {
+		if i, ok := last[r.Partition]; ok {
+			b0 := out[i].recs[0]
+			if b0.Transactional == r.Transactional && b0.ProducerID == r.ProducerID && b0.ProducerEpoch == r.ProducerEpoch {
+				out[i].recs = append(out[i].recs, r)
+				continue
+			}
+		}
+		last[r.Partition] = len(out)
+		out = append(out, offsetsBatch{partition: r.Partition, recs: []group.Record{r}})
+	}
+	return out
+}
+
+func (c *GroupCoordinator) appendBatch(b offsetsBatch) error {
+	p := c.parts[b.partition]
+	if p == nil {
+		return fmt.Errorf("%s-%d not hosted", consumerOffsetsTopic, b.partition)
+	}
+	now := c.env.now().UnixMilli()
+	recs := make([]record.Rec, 0, len(b.recs))
+	for _, r := range b.recs {
+		recs = append(recs, record.Rec{Timestamp: now, Key: r.Key, Value: r.Value})
+	}
+	spec := record.NewSpec(recs...)
+	first := b.recs[0]
+	var key producerSeqKey
+	var seq producerSeq
+	if first.Transactional {
+		key = producerSeqKey{b.partition, first.ProducerID}
+		seq = c.seqs[key]
+		if seq.epoch != first.ProducerEpoch {
+			seq = producerSeq{epoch: first.ProducerEpoch}
+		}
+		spec.Transactional = true
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = first.ProducerID, first.ProducerEpoch, seq.next
+	}
+	batch, err := record.Build(spec)
+	if err != nil {
+		return err
+	}
+	if _, err := p.AppendCoordinator(batch); err != nil {
+		return err
+	}
+	if first.Transactional {
+		seq.next += int32(len(recs))
+		c.seqs[key] = seq
+	}
+	return nil
+}
+
+// reload drops partition n's groups and replays them from the log; requests
+// parked on those groups are answered with COORDINATOR_NOT_AVAILABLE.
+func (c *GroupCoordinator) reload(n int32) {
+	c.m.Unload(n)
+	for id, w := range c.waiters {
+		for _, g := range group.GroupIDs(w.req) {
+			if c.m.Partition(g) == n {
+				w.ch <- group.ErrorResponse(w.req, kerr.CoordinatorNotAvailable.Code)
+				delete(c.waiters, id)
+				break
+			}
+		}
+	}
+	if p := c.parts[n]; p != nil {
+		if err := c.replay(p, c.m); err != nil {
+			c.env.logger().Error("reloading __consumer_offsets", "partition", n, "err", err)
+		}
+	}
+	c.m.LoadComplete(c.env.now())
+}
+
+func (c *GroupCoordinator) ensureLoaded(create bool) error {
+	if c.parts != nil {
+		return nil
+	}
+	return c.load(create)
+}
+
+// load creates __consumer_offsets if asked and missing (as Kafka's
+// auto-creation of internal topics on FindCoordinator), then replays every
+// partition into a fresh state machine.
+func (c *GroupCoordinator) load(create bool) error {
+	cfg := c.env.Config
+	t, ok := c.env.Meta.Image().Topic(consumerOffsetsTopic)
+	if !ok {
+		if !create {
+			return nil
+		}
+		if err := c.createTopic(); err != nil {
+			return err
+		}
+		if t, ok = c.env.Meta.Image().Topic(consumerOffsetsTopic); !ok {
+			return fmt.Errorf("%s not created", consumerOffsetsTopic)
+		}
+	}
+	gc := c.cfg
+	gc.OffsetsTopicPartitions = int32(len(t.Partitions))
+	if gc.OffsetsTopicPartitions == 0 {
+		gc.OffsetsTopicPartitions = cfg.OffsetsTopicNumPartitions
+	}
+	m := group.New(gc)
+	parts := make(map[int32]*partition.Partition, len(t.Partitions))
+	for i := range t.Partitions {
+		n := int32(i)
+		p := c.env.Partitions.Get(log.TopicPartition{Topic: consumerOffsetsTopic, Partition: n})
+		if p == nil {
+			return fmt.Errorf("%s-%d has no log", consumerOffsetsTopic, n)
+		}
+		if err := c.replay(p, m); err != nil {
+			return fmt.Errorf("loading %s-%d: %w", consumerOffsetsTopic, n, err)
+		}
+		parts[n] = p
+	}
+	c.m, c.parts, c.img = m, parts, nil
+	c.syncTopics()
+	c.m.LoadComplete(c.env.now())
+	return nil
+}
+
+// createTopic creates __consumer_offsets with Kafka's
+// GroupCoordinator.groupMetadataTopicConfigs: compacted, 100 MiB segments.
+func (c *GroupCoordinator) createTopic() error {
+	cfg := c.env.Config
+	compact := "compact"
+	segment := strconv.Itoa(100 << 20)
+	res := c.env.Meta.CreateTopics([]metadata.CreateTopic{{
+		Name:              consumerOffsetsTopic,
+		NumPartitions:     cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		Configs:           map[string]*string{"cleanup.policy": &compact, "segment.bytes": &segment},
+	}}, false)[0]
+	if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
+		return fmt.Errorf("creating %s: %w", consumerOffsetsTopic, res.Err)
+	}
+	return nil
+}
+
+// loadChunkGroups is how many bytes of __consumer_offsets one read returns.
+const loadChunkGroups = 1 << 20
+
+// maxOffsetsRecordBytes caps a decompressed __consumer_offsets batch.
+const maxOffsetsRecordBytes = 64 << 20
+
+// replay feeds every record of p to m, as Kafka's CoordinatorLoaderImpl:
+// transactional offset commits stay pending until their commit or abort
+// marker; a record that does not decode is skipped with a warning.
+func (c *GroupCoordinator) replay(p *partition.Partition, m *group.Coordinator) error {
+	off := p.LogStartOffset()
+	for off < p.LogEndOffset() {
+		rr, err := p.Read(off, loadChunkGroups, partition.ReadLogEnd, true)
+		if err != nil {
+			return err
+		}
+		if len(rr.Regions) == 0 {
+			break
+		}
+		var buf bytes.Buffer
+		for _, r := range rr.Regions {
+			_, werr := r.WriteTo(&buf)
+			r.Release()
+			if werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		set := buf.Bytes()
+		for len(set) > 0 {
+			b, rest, err := record.Next(set)
+			if err != nil {
+				return err
+			}
+			set = rest
+			if b.NextOffset() <= off {
+				continue
+			}
+			off = b.NextOffset()
+			n := p.TopicPartition().Partition
+			if b.Control() {
+				if ctl, err := b.ControlOf(); err == nil && (ctl.Type == record.ControlCommit || ctl.Type == record.ControlAbort) {
+					m.CompleteTransaction(n, b.ProducerID(), ctl.Type == record.ControlCommit)
+				}
+				continue
+			}
+			if b.Transactional() {
+				c.seqs[producerSeqKey{n, b.ProducerID()}] = producerSeq{epoch: b.ProducerEpoch(), next: b.LastSequence() + 1}
+			}
+			it, err := b.Records(maxOffsetsRecordBytes, nil)
+			if err != nil {
+				return err
+			}
+			for {
+				r, ok := it.Next()
+				if !ok {
+					break
+				}
+				if b.Transactional() {
+					err = m.ReplayTransactional(b.ProducerID(), r.Key, r.Value)
+				} else {
+					err = m.Replay(r.Key, r.Value)
+				}
+				if err != nil {
+					c.env.logger().Warn("skipping __consumer_offsets record", "offset", b.BaseOffset()+int64(r.OffsetDelta), "err", err)
+				}
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// groupRequest is the body of every group API handler: route the request
+// to the coordinator, or answer COORDINATOR_NOT_AVAILABLE without one.
+func groupRequest(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	if env.Groups == nil {
+		return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code), nil
+	}
+	return env.Groups.Do(ctx, req), nil
+}
+
+// EnsureLoaded creates and loads __consumer_offsets if it is not yet
+// (FindCoordinator for a group key does this first, as Kafka).
+func (c *GroupCoordinator) EnsureLoaded(ctx context.Context) error {
+	errc := make(chan error, 1)
+	select {
+	case c.calls <- func() { errc <- c.ensureLoaded(true) }:
+	case <-c.stop:
+		return errors.New("group coordinator stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-c.done:
+		return errors.New("group coordinator stopped")
+	}
+}

@@ -1,0 +1,582 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/partition"
+	"github.com/cascade-kafka/cascade/broker/record"
+	"github.com/cascade-kafka/cascade/broker/txn"
+)
+
+// TransactionStateTopic is Kafka's internal topic of transaction state.
+const TransactionStateTopic = "__transaction_state"
+
+// consumerOffsetsTopic is Kafka's internal topic of group offsets.
+const consumerOffsetsTopic = "__consumer_offsets"
+
+// TxnCoordinatorConfig tunes the transaction coordinator runtime; zero
+// values take Kafka's defaults.
+type TxnCoordinatorConfig struct {
+	// AbortInterval is transaction.abort.timed.out.transaction.cleanup.interval.ms
+	// (Kafka default 10 s): how often timed-out transactions are aborted
+	// and idle transactional ids expired.
+	AbortInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms (default 7 days).
+	IDExpiration time.Duration
+	// MarkerRetryBackoff is the pause before rewriting a marker whose
+	// append failed.
+	MarkerRetryBackoff time.Duration
+}
+
+// TxnCoordinator runs the transaction coordinator: one txn.Coordinator per
+// partition of __transaction_state, driven by a single goroutine fed by
+// channels (as Kafka's TransactionCoordinator with its
+// TransactionStateManager and TransactionMarkerChannelManager). It appends
+// the state machine's records to __transaction_state, writes commit and
+// abort markers to data partitions, aborts timed-out transactions, and
+// replays __transaction_state at start.
+type TxnCoordinator struct {
+	env *Env
+	cfg TxnCoordinatorConfig
+
+	calls chan func()
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup // marker writers
+
+	// gates orders transactional appends before markers: a produce holds
+	// its producer's gate shared from verification to append, a marker
+	// write holds it exclusively. See BeginTransactionalAppend.
+	gates [64]sync.RWMutex
+
+	hookMu        sync.Mutex
+	offsetsMarker []offsetsMarkerFunc
+
+	// Owned by the loop goroutine.
+	shards map[int32]*txnShard
+}
+
+// offsetsMarkerFunc is told of a marker written to a __consumer_offsets
+// partition.
+type offsetsMarkerFunc = func(partition int32, producerID int64, epoch int16, commit bool)
+
+// txnShard is the coordinator of one __transaction_state partition.
+type txnShard struct {
+	n int32
+	m *txn.Coordinator
+	p *partition.Partition
+}
+
+// NewTxnCoordinator returns a coordinator over env's metadata and
+// partitions; Start runs it.
+func NewTxnCoordinator(env *Env, cfg TxnCoordinatorConfig) *TxnCoordinator {
+	if cfg.AbortInterval <= 0 {
+		cfg.AbortInterval = 10 * time.Second
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = 7 * 24 * time.Hour
+	}
+	if cfg.MarkerRetryBackoff <= 0 {
+		cfg.MarkerRetryBackoff = 100 * time.Millisecond
+	}
+	return &TxnCoordinator{env: env, cfg: cfg, calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start loads __transaction_state if it exists (completing transactions
+// left prepared, as Kafka's loadTransactionsForTxnTopicPartition) and starts
+// the loop. Without the topic, it is created by the first transactional
+// request.
+func (c *TxnCoordinator) Start() error {
+	var err error
+	if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); ok {
+		err = c.load(false)
+	}
+	go c.run()
+	return err
+}
+
+// Close stops the loop and the marker writers. Transactions in flight are
+// completed by the next start, from __transaction_state.
+func (c *TxnCoordinator) Close() {
+	c.once.Do(func() { close(c.stop) })
+	<-c.done
+	c.wg.Wait()
+}
+
+// OnOffsetsMarker registers fn to be called after a marker is written to a
+// partition of __consumer_offsets: the group coordinator makes the
+// transaction's pending offsets visible (commit) or drops them (abort), as
+// Kafka's GroupCoordinator.onTransactionCompleted.
+func (c *TxnCoordinator) OnOffsetsMarker(fn offsetsMarkerFunc) {
+	c.hookMu.Lock()
+	c.offsetsMarker = append(c.offsetsMarker, fn)
+	c.hookMu.Unlock()
+}
+
+func (c *TxnCoordinator) run() {
+	defer close(c.done)
+	t := time.NewTicker(c.cfg.AbortInterval)
+	defer t.Stop()
+	for {
+		select {
+		case fn := <-c.calls:
+			fn()
+		case <-t.C:
+			now := c.nowMs()
+			for _, s := range c.shards {
+				c.process(s, s.m.Tick(now), nil)
+			}
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+func (c *TxnCoordinator) nowMs() int64 { return c.env.now().UnixMilli() }
+
+// errTxnStopped answers requests racing Close.
+var errTxnStopped = fmt.Errorf("%w: shutting down", txn.ErrCoordinatorNotAvailable)
+
+// call runs fn on the loop and waits for it.
+func (c *TxnCoordinator) call(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
+	select {
+	case c.calls <- func() { fn(); close(done) }:
+	case <-c.stop:
+		return errTxnStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-c.stop:
+		return errTxnStopped
+	}
+}
+
+// post queues fn on the loop without waiting; false if stopping.
+func (c *TxnCoordinator) post(fn func()) bool {
+	select {
+	case c.calls <- fn:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// request runs one request against the shard of id and waits for its
+// reply, which may come only after the state record is appended.
+func (c *TxnCoordinator) request(ctx context.Context, id string, fn func(m *txn.Coordinator, now int64) txn.Output) txn.Reply {
+	reply := make(chan txn.Reply, 1)
+	err := c.call(ctx, func() {
+		s, err := c.shardFor(id)
+		if err != nil {
+			reply <- txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
+			return
+		}
+		c.process(s, fn(s.m, c.nowMs()), reply)
+	})
+	if err != nil {
+		return txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
+	}
+	select {
+	case r := <-reply:
+		return r
+	default:
+		// The request's write was not answered: a bug in the state
+		// machine's contract.
+		return txn.Reply{Err: fmt.Errorf("%w: no reply", txn.ErrUnknown), ProducerID: -1, ProducerEpoch: -1}
+	}
+}
+
+// process carries out an Output on the loop: appends its writes (whose
+// completion may produce the reply), and starts its marker writes.
+func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.Reply) {
+	if out.Reply != nil && reply != nil {
+		reply <- *out.Reply
+		reply = nil
+	}
+	for _, mk := range out.Markers {
+		c.writeMarkers(s, mk)
+	}
+	for _, w := range out.Writes {
+		err := c.appendState(s, w)
+		if err != nil {
+			c.env.logger().Warn("writing transaction state", "transactional_id", w.TransactionalID, "err", err)
+		}
+		c.process(s, s.m.Appended(w.Op, err), reply)
+		reply = nil
+	}
+}
+
+// appendState appends one record to the shard's __transaction_state
+// partition, uncompressed as Kafka's TransactionLog.ENFORCED_COMPRESSION.
+func (c *TxnCoordinator) appendState(s *txnShard, w txn.Write) error {
+	b, err := record.Build(record.NewSpec(record.Rec{Timestamp: c.nowMs(), Key: w.Key, Value: w.Value}))
+	if err != nil {
+		return err
+	}
+	if _, err := s.p.AppendCoordinator(b); err != nil {
+		if errors.Is(err, partition.ErrDeleted) || errors.Is(err, log.ErrClosed) {
+			return fmt.Errorf("%w: %w", txn.ErrNotCoordinator, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// shardFor returns the coordinator of id's __transaction_state partition,
+// creating and loading the topic on first use.
+func (c *TxnCoordinator) shardFor(id string) (*txnShard, error) {
+	if c.shards == nil {
+		if err := c.load(true); err != nil {
+			c.env.logger().Warn("transaction coordinator unavailable", "err", err)
+			return nil, err
+		}
+	}
+	n := txn.PartitionFor(id, int32(len(c.shards)))
+	s := c.shards[n]
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s-%d not hosted", txn.ErrNotCoordinator, TransactionStateTopic, n)
+	}
+	return s, nil
+}
+
+// load creates __transaction_state if asked and missing, then replays every
+// partition into a fresh coordinator. It runs before the loop starts or on
+// the loop.
+func (c *TxnCoordinator) load(create bool) error {
+	cfg := c.env.Config
+	t, ok := c.env.Meta.Image().Topic(TransactionStateTopic)
+	if !ok {
+		if !create {
+			return nil
+		}
+		// As Kafka's TransactionStateManager.transactionTopicConfigs,
+		// except compression.type: Cascade keeps the producer's codec,
+		// and the coordinator writes uncompressed batches itself.
+		compact := "compact"
+		segment := strconv.Itoa(100 << 20)
+		minISR := strconv.Itoa(int(cfg.TransactionStateLogMinISR))
+		res := c.env.Meta.CreateTopics([]metadata.CreateTopic{{
+			Name:              TransactionStateTopic,
+			NumPartitions:     cfg.TransactionStateLogNumPartitions,
+			ReplicationFactor: cfg.TransactionStateLogRF,
+			Configs: map[string]*string{"cleanup.policy": &compact,
+				"segment.bytes": &segment, "min.insync.replicas": &minISR},
+		}}, false)[0]
+		if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
+			return fmt.Errorf("%w: creating %s: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, res.Err)
+		}
+		if t, ok = c.env.Meta.Image().Topic(TransactionStateTopic); !ok {
+			return fmt.Errorf("%w: %s not created", txn.ErrCoordinatorNotAvailable, TransactionStateTopic)
+		}
+	}
+	shards := make(map[int32]*txnShard, len(t.Partitions))
+	for i := range t.Partitions {
+		n := int32(i)
+		p := c.env.Partitions.Get(log.TopicPartition{Topic: TransactionStateTopic, Partition: n})
+		if p == nil {
+			// The partition manager follows the image synchronously;
+			// a missing partition is a log that failed to open.
+			return fmt.Errorf("%w: %s-%d has no log", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n)
+		}
+		m := txn.New(txn.Config{
+			MaxTimeoutMs:     int32(cfg.TransactionMaxTimeout / time.Millisecond),
+			IDExpirationMs:   c.cfg.IDExpiration.Milliseconds(),
+			CoordinatorEpoch: p.LeaderEpoch(),
+			NewProducerID:    c.env.Meta.NextProducerID,
+		})
+		if err := c.replay(p, m); err != nil {
+			return fmt.Errorf("%w: loading %s-%d: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n, err)
+		}
+		shards[n] = &txnShard{n: n, m: m, p: p}
+	}
+	c.shards = shards
+	for _, s := range shards {
+		c.process(s, s.m.Loaded(), nil)
+	}
+	return nil
+}
+
+// loadChunk is how many bytes of __transaction_state one read returns.
+const loadChunk = 1 << 20
+
+// maxStateRecordBytes caps a decompressed __transaction_state batch.
+const maxStateRecordBytes = 64 << 20
+
+// replay feeds every record of p to m, as Kafka's
+// TransactionStateManager.loadTransactionMetadata; a record that does not
+// decode is skipped with a warning, as Kafka skips unknown versions.
+func (c *TxnCoordinator) replay(p *partition.Partition, m *txn.Coordinator) error {
+	off := p.LogStartOffset()
+	for off < p.LogEndOffset() {
+		rr, err := p.Read(off, loadChunk, partition.ReadLogEnd, true)
+		if err != nil {
+			return err
+		}
+		if len(rr.Regions) == 0 {
+			break
+		}
+		var buf bytes.Buffer
+		for _, r := range rr.Regions {
+			_, werr := r.WriteTo(&buf)
+			r.Release()
+			if werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		set := buf.Bytes()
+		for len(set) > 0 {
+			b, rest, err := record.Next(set)
+			if err != nil {
+				return err
+			}
+			set = rest
+			if b.NextOffset() <= off {
+				continue
+			}
+			off = b.NextOffset()
+			if b.Control() {
+				continue
+			}
+			it, err := b.Records(maxStateRecordBytes, nil)
+			if err != nil {
+				return err
+			}
+			for {
+				r, ok := it.Next()
+				if !ok {
+					break
+				}
+				if err := m.Replay(r.Key, r.Value); err != nil {
+					c.env.logger().Warn("skipping transaction state record", "offset", b.BaseOffset()+int64(r.OffsetDelta), "err", err)
+				}
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeMarkers writes a transaction's markers in the background (Kafka's
+// TransactionMarkerChannelManager), then reports to the state machine.
+func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, tp := range mk.Partitions {
+			for {
+				err := c.WriteMarker(tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch)
+				if err == nil || !retriableMarkerError(err) {
+					if err != nil {
+						c.env.logger().Error("dropping transaction marker", "transactional_id", mk.TransactionalID,
+							"partition", tp.String(), "err", err)
+					}
+					break
+				}
+				c.env.logger().Warn("retrying transaction marker", "transactional_id", mk.TransactionalID,
+					"partition", tp.String(), "err", err)
+				select {
+				case <-time.After(c.cfg.MarkerRetryBackoff):
+				case <-c.stop:
+					return
+				}
+			}
+		}
+		c.post(func() { c.process(s, s.m.MarkersWritten(mk.TransactionalID, c.nowMs()), nil) })
+	}()
+}
+
+// retriableMarkerError reports whether a marker append may succeed later,
+// as TransactionMarkerRequestCompletionHandler retries storage and
+// leadership errors.
+func retriableMarkerError(err error) bool {
+	return errors.Is(err, log.ErrStorage)
+}
+
+// WriteMarker appends one commit or abort marker for a producer to a
+// partition (one partition of a WriteTxnMarkers request). A partition not
+// hosted here (its topic deleted) needs no marker, as Kafka drops markers
+// for unknown partitions. The producer's gate is held exclusively so that
+// no verified transactional append of the producer lands after the marker.
+func (c *TxnCoordinator) WriteMarker(topic string, part int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	p := c.env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
+	if p == nil {
+		return nil
+	}
+	g := c.gate(producerID)
+	g.Lock()
+	_, err := p.AppendCoordinator(record.ControlBatch(producerID, epoch, commit, coordinatorEpoch, c.nowMs()))
+	g.Unlock()
+	if errors.Is(err, partition.ErrDeleted) || errors.Is(err, log.ErrClosed) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if topic == consumerOffsetsTopic {
+		c.hookMu.Lock()
+		hooks := append([]offsetsMarkerFunc(nil), c.offsetsMarker...)
+		c.hookMu.Unlock()
+		for _, fn := range hooks {
+			fn(part, producerID, epoch, commit)
+		}
+	}
+	return nil
+}
+
+func (c *TxnCoordinator) gate(producerID int64) *sync.RWMutex {
+	return &c.gates[uint64(producerID)%uint64(len(c.gates))]
+}
+
+// InitProducerID answers InitProducerId for a transactional id (the
+// transactional path of 22_init_producer_id.go). pid and epoch are -1
+// unless the producer recovers (KIP-360). The error is nil or a txn error.
+func (c *TxnCoordinator) InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+	r := c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+		return m.InitProducerID(txn.InitRequest{TransactionalID: transactionalID, TimeoutMs: timeoutMs,
+			ProducerID: pid, ProducerEpoch: epoch}, now)
+	})
+	return r.ProducerID, r.ProducerEpoch, r.Err
+}
+
+// AddPartitions adds partitions to the producer's transaction
+// (AddPartitionsToTxn v0-3, and AddOffsetsToTxn with the group's
+// __consumer_offsets partition).
+func (c *TxnCoordinator) AddPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition) error {
+	return c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+		return m.AddPartitions(txn.AddPartitionsRequest{TransactionalID: transactionalID, ProducerID: pid,
+			ProducerEpoch: epoch, Partitions: tps}, now)
+	}).Err
+}
+
+// EndTxn commits or aborts the producer's transaction. It returns once
+// the decision is in __transaction_state; markers follow in the
+// background.
+func (c *TxnCoordinator) EndTxn(ctx context.Context, transactionalID string, pid int64, epoch int16, commit bool) error {
+	return c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+		return m.EndTxn(txn.EndTxnRequest{TransactionalID: transactionalID, ProducerID: pid,
+			ProducerEpoch: epoch, Commit: commit}, now)
+	}).Err
+}
+
+// Verify reports which partitions are part of the producer's ongoing
+// transaction (AddPartitionsToTxn v4+ with VerifyOnly, KIP-890 part 1).
+func (c *TxnCoordinator) Verify(ctx context.Context, transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition) (map[txn.TopicPartition]error, error) {
+	var res map[txn.TopicPartition]error
+	var verr error
+	err := c.call(ctx, func() {
+		s, err := c.shardFor(transactionalID)
+		if err != nil {
+			verr = err
+			return
+		}
+		res, verr = s.m.Verify(txn.VerifyRequest{TransactionalID: transactionalID, ProducerID: pid,
+			ProducerEpoch: epoch, Partitions: tps})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, verr
+}
+
+// BeginTransactionalAppend is called by Produce before appending a
+// transactional batch of producer (pid, epoch) to tp. It verifies that tp
+// is part of the producer's ongoing transaction (Kafka's
+// transaction.partition.verification.enable, KIP-890 part 1) and holds the
+// producer's gate until release is called after the append: a marker for
+// the producer waits for the gate, so a verified batch always lands before
+// the marker that ends its transaction, and a batch arriving after EndTxn
+// fails verification. On error there is nothing to release.
+func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transactionalID string, pid int64, epoch int16, tp txn.TopicPartition) (release func(), err error) {
+	g := c.gate(pid)
+	g.RLock()
+	res, err := c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+	if err == nil {
+		err = res[tp]
+	}
+	if err != nil {
+		g.RUnlock()
+		return nil, err
+	}
+	return g.RUnlock, nil
+}
+
+// DescribeTransaction answers DescribeTransactions for one id.
+func (c *TxnCoordinator) DescribeTransaction(ctx context.Context, transactionalID string) (txn.Description, error) {
+	var d txn.Description
+	var derr error
+	err := c.call(ctx, func() {
+		if transactionalID == "" {
+			derr = txn.ErrInvalidRequest
+			return
+		}
+		s, err := c.shardFor(transactionalID)
+		if err != nil {
+			derr = err
+			return
+		}
+		d, derr = s.m.Describe(transactionalID)
+	})
+	if err != nil {
+		return d, err
+	}
+	return d, derr
+}
+
+// ListTransactions answers ListTransactions across every shard.
+func (c *TxnCoordinator) ListTransactions(ctx context.Context, f txn.ListFilter) ([]txn.Description, []string, error) {
+	var out []txn.Description
+	var unknown []string
+	var lerr error
+	err := c.call(ctx, func() {
+		if c.shards == nil {
+			if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); !ok {
+				// Nothing was ever transactional here.
+				for _, name := range f.States {
+					if _, ok := txn.ParseState(name); !ok {
+						unknown = append(unknown, name)
+					}
+				}
+				return
+			}
+			if lerr = c.load(false); lerr != nil {
+				return
+			}
+		}
+		now := c.nowMs()
+		for n := int32(0); n < int32(len(c.shards)); n++ {
+			s := c.shards[n]
+			if s == nil {
+				continue
+			}
+			ds, u, err := s.m.List(f, now)
+			if err != nil {
+				lerr = err
+				return
+			}
+			out = append(out, ds...)
+			unknown = u
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, unknown, lerr
+}

@@ -1,0 +1,310 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/cascade-kafka/cascade/broker/brokertest"
+	"github.com/cascade-kafka/cascade/broker/record"
+)
+
+// rawTxn drives the transaction APIs request by request at chosen
+// versions, checking the codes Kafka answers.
+type rawTxn struct {
+	t       *testing.T
+	b       *brokertest.Broker
+	node    int
+	clients map[[2]int16]*kgo.Client
+}
+
+func newRawTxn(t *testing.T, b *brokertest.Broker) rawTxn {
+	t.Helper()
+	m, err := b.Admin(t).BrokerMetadata(txnCtx(t))
+	if err != nil || len(m.Brokers) != 1 {
+		t.Fatalf("metadata: %v %v", m.Brokers, err)
+	}
+	return rawTxn{t: t, b: b, node: int(m.Brokers[0].NodeID), clients: map[[2]int16]*kgo.Client{}}
+}
+
+// req sends req straight to the broker at exactly req's version: franz-go
+// negotiates the highest common version, so each (key, version) gets a
+// client whose maximum for the key is that version.
+func (r rawTxn) req(req kmsg.Request) kmsg.Response {
+	r.t.Helper()
+	k := [2]int16{req.Key(), req.GetVersion()}
+	cl := r.clients[k]
+	if cl == nil {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(req.Key(), req.GetVersion())
+		cl = r.b.Client(r.t, kgo.MaxVersions(v))
+		r.clients[k] = cl
+	}
+	resp, err := cl.Broker(r.node).Request(txnCtx(r.t), req)
+	if err != nil {
+		r.t.Fatalf("%T: %v", req, err)
+	}
+	if resp.GetVersion() != req.GetVersion() {
+		r.t.Fatalf("%T sent at v%d, want v%d", req, resp.GetVersion(), req.GetVersion())
+	}
+	return resp
+}
+
+func (r rawTxn) init(id string, version int16, timeoutMs int32) *kmsg.InitProducerIDResponse {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = version
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	return r.req(req).(*kmsg.InitProducerIDResponse)
+}
+
+func (r rawTxn) add(version int16, id string, pid int64, epoch int16, topic string, parts ...int32) map[int32]int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = version
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, parts
+	req.Topics = append(req.Topics, rt)
+	resp := r.req(req).(*kmsg.AddPartitionsToTxnResponse)
+	out := map[int32]int16{}
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			out[sp.Partition] = sp.ErrorCode
+		}
+	}
+	return out
+}
+
+func (r rawTxn) end(version int16, id string, pid int64, epoch int16, commit bool) int16 {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = version
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+	return r.req(req).(*kmsg.EndTxnResponse).ErrorCode
+}
+
+func (r rawTxn) produce(id string, pid int64, epoch int16, seq int32, topic string, part int32, values ...string) int16 {
+	r.t.Helper()
+	var recs []record.Rec
+	for _, v := range values {
+		recs = append(recs, record.Rec{Timestamp: 1, Value: []byte(v)})
+	}
+	s := record.NewSpec(recs...)
+	s.Transactional, s.ProducerID, s.ProducerEpoch, s.BaseSequence = true, pid, epoch, seq
+	batch, err := record.Build(s)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = part, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return r.req(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// fetch reads partition 0 of topic at read_committed and returns its last
+// stable offset and aborted transactions.
+func (r rawTxn) fetch(topic string) (int64, []kmsg.FetchResponseTopicPartitionAbortedTransaction) {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.IsolationLevel, req.MaxBytes, req.MaxWaitMillis = 11, 1, 1<<20, 10
+	req.ReplicaID = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := r.req(req).(*kmsg.FetchResponse)
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		r.t.Fatalf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	return p.LastStableOffset, p.AbortedTransactions
+}
+
+func TestTxnRawProtocol(t *testing.T) {
+	b := brokertest.Start(t)
+	createTopic(t, b, "t", 2)
+	r := newRawTxn(t, b)
+
+	if resp := r.init("raw", 4, 900001); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Errorf("timeout above max: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp := r.init("", 4, 1000); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("empty id: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	ip := r.init("raw", 4, 60000)
+	if ip.ErrorCode != 0 || ip.ProducerEpoch != 0 {
+		t.Fatalf("init: %v epoch %d", kerr.ErrorForCode(ip.ErrorCode), ip.ProducerEpoch)
+	}
+	pid := ip.ProducerID
+
+	// An unknown topic fails its partition and stops the rest.
+	codes := r.add(3, "raw", pid, 0, "nope", 0)
+	if codes[0] != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown topic: %v", kerr.ErrorForCode(codes[0]))
+	}
+	if codes := r.add(3, "raw", pid, 0, "t", 0, 1); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("add: %v", codes)
+	}
+	if code := r.produce("raw", pid, 0, 0, "t", 0, "a", "b"); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	if lso, _ := r.fetch("t"); lso != 0 {
+		t.Errorf("LSO with an open transaction at 0 = %d", lso)
+	}
+	// Fencing errors by version (KIP-588).
+	if code := r.end(1, "raw", pid, 7, true); code != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("EndTxn v1 stale epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := r.end(3, "raw", pid, 7, true); code != kerr.ProducerFenced.Code {
+		t.Errorf("EndTxn v3 stale epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := r.end(3, "raw", pid+1, 0, true); code != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("EndTxn wrong producer id: %v", kerr.ErrorForCode(code))
+	}
+	if code := r.end(3, "raw", pid, 0, false); code != 0 {
+		t.Fatalf("abort: %v", kerr.ErrorForCode(code))
+	}
+	// The markers are written in the background; the LSO moves past them.
+	waitFor(t, func() bool { lso, _ := r.fetch("t"); return lso == 3 })
+	_, aborted := r.fetch("t")
+	if len(aborted) != 1 || aborted[0].ProducerID != pid || aborted[0].FirstOffset != 0 {
+		t.Errorf("aborted transactions = %+v", aborted)
+	}
+	// Ending again with the same result succeeds once complete.
+	waitFor(t, func() bool { return r.end(3, "raw", pid, 0, false) == 0 })
+	if code := r.end(3, "raw", pid, 0, true); code != kerr.InvalidTxnState.Code {
+		t.Errorf("commit after abort: %v", kerr.ErrorForCode(code))
+	}
+
+	// A hanging transaction is ended by WriteTxnMarkers (KIP-664).
+	if codes := r.add(3, "raw", pid, 0, "t", 1); codes[1] != 0 {
+		t.Fatalf("add: %v", codes)
+	}
+	if code := r.produce("raw", pid, 0, 0, "t", 1, "h"); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Version = 1
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, 0, false, 0
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = "t", []int32{1, 9}
+	m.Topics = append(m.Topics, mt)
+	wm.Markers = append(wm.Markers, m)
+	wr := r.req(wm).(*kmsg.WriteTxnMarkersResponse)
+	got := map[int32]int16{}
+	for _, p := range wr.Markers[0].Topics[0].Partitions {
+		got[p.Partition] = p.ErrorCode
+	}
+	if got[1] != 0 || got[9] != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("WriteTxnMarkers codes = %v", got)
+	}
+
+	// DescribeTransactions of an unknown id.
+	dr := kmsg.NewPtrDescribeTransactionsRequest()
+	dr.Version = 0
+	dr.TransactionalIDs = []string{"nobody", "raw"}
+	dresp := r.req(dr).(*kmsg.DescribeTransactionsResponse)
+	if c := dresp.TransactionStates[0].ErrorCode; c != kerr.TransactionalIDNotFound.Code {
+		t.Errorf("describe unknown: %v", kerr.ErrorForCode(c))
+	}
+	if s := dresp.TransactionStates[1]; s.ErrorCode != 0 || s.State != "Ongoing" || s.ProducerID != pid {
+		t.Errorf("describe raw: %+v", s)
+	}
+	lr := kmsg.NewPtrListTransactionsRequest()
+	lr.Version = 2
+	pat := "r.w"
+	lr.TransactionalIDPattern = &pat
+	lr.StateFilters = []string{"Ongoing", "Bogus"}
+	lresp := r.req(lr).(*kmsg.ListTransactionsResponse)
+	if len(lresp.TransactionStates) != 1 || lresp.TransactionStates[0].TransactionalID != "raw" ||
+		len(lresp.UnknownStateFilters) != 1 {
+		t.Errorf("list = %+v", lresp)
+	}
+	bad := "("
+	lr.TransactionalIDPattern = &bad
+	if c := r.req(lr).(*kmsg.ListTransactionsResponse).ErrorCode; c != kerr.InvalidRegularExpression.Code {
+		t.Errorf("bad pattern: %v", kerr.ErrorForCode(c))
+	}
+}
+
+// TestTxnProduceRacingEndTxn checks that transactional appends racing the
+// end of their transaction never land after its marker: each append is
+// verified with the coordinator and ordered before the marker, or refused.
+func TestTxnProduceRacingEndTxn(t *testing.T) {
+	b := brokertest.Start(t)
+	createTopic(t, b, "t", 1)
+	r := newRawTxn(t, b)
+	for round := 0; round < 5; round++ {
+		id := fmt.Sprintf("race-%d", round)
+		ip := r.init(id, 4, 60000)
+		if ip.ErrorCode != 0 {
+			t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
+		}
+		pid := ip.ProducerID
+		if codes := r.add(3, id, pid, 0, "t", 0); codes[0] != 0 {
+			t.Fatalf("add: %v", codes)
+		}
+		if code := r.produce(id, pid, 0, 0, "t", 0, "first"); code != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for seq := int32(1); ; seq++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code := r.produce(id, pid, 0, seq, "t", 0, "racing"); code != 0 {
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(round) * 5 * time.Millisecond)
+		if code := r.end(3, id, pid, 0, true); code != 0 {
+			t.Fatalf("end: %v", kerr.ErrorForCode(code))
+		}
+		time.Sleep(20 * time.Millisecond)
+		close(stop)
+		<-done
+	}
+	// Read everything back, markers included: after a producer's marker,
+	// no data from that producer may follow.
+	cl := b.Client(t, kgo.ConsumeTopics("t"), kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	ended := map[int64]bool{}
+	markers := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for markers < 5 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("saw %d markers", markers)
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			if rec.Attrs.IsControl() {
+				ended[rec.ProducerID] = true
+				markers++
+				return
+			}
+			if ended[rec.ProducerID] {
+				t.Errorf("record %q of producer %d at offset %d lands after its marker", rec.Value, rec.ProducerID, rec.Offset)
+			}
+		})
+	}
+}

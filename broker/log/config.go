@@ -1,0 +1,131 @@
+package log
+
+import (
+	"io"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// DefaultConfig returns Kafka 4's topic defaults (LogConfig / ServerLogConfigs).
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * time.Hour,
+		SegmentIndexBytes:      10 << 20,
+		IndexIntervalBytes:     4096,
+		RetentionBytes:         -1,
+		RetentionMs:            7 * 24 * time.Hour,
+		FlushMessages:          math.MaxInt64,
+		FlushMs:                math.MaxInt64,
+		CleanupPolicy:          PolicyDelete,
+		DeleteRetentionMs:      24 * time.Hour,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		MinCleanableDirtyRatio: 0.5,
+		TimestampType:          CreateTime,
+		MaxMessageBytes:        1048588,
+	}
+}
+
+// normalize replaces zero values that Kafka would reject with defaults, so
+// a partially filled Config behaves sensibly.
+func (c Config) normalize() Config {
+	d := DefaultConfig()
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.SegmentIndexBytes < offsetEntrySize*4 {
+		c.SegmentIndexBytes = d.SegmentIndexBytes
+	}
+	if c.IndexIntervalBytes < 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.FlushMessages <= 0 {
+		c.FlushMessages = d.FlushMessages
+	}
+	if c.FlushMs <= 0 {
+		c.FlushMs = d.FlushMs
+	}
+	if c.CleanupPolicy == 0 {
+		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	return c
+}
+
+// Options configures a Manager (one log dir).
+type Options struct {
+	// Clock returns the current time; time.Now when nil.
+	Clock func() time.Time
+	// Logger receives operational messages; discarded when nil.
+	Logger *slog.Logger
+	// MaxDecompressedBytes caps the size a compressed batch may inflate to
+	// during validation, timestamp lookups and compaction (default 128 MiB).
+	MaxDecompressedBytes int
+	// ConfigFor returns the configuration of a partition found on disk at
+	// Open; DefaultConfig when nil. Create passes its own.
+	ConfigFor func(TopicPartition) Config
+
+	// FlushCheckInterval is how often the background flusher looks for logs
+	// to flush (Kafka's log.flush.scheduler.interval.ms); default 1 s.
+	FlushCheckInterval time.Duration
+	// FlushMaxDirtyAge, when positive, flushes a log whose oldest
+	// unflushed append is at least this old, whatever flush.ms says.
+	FlushMaxDirtyAge time.Duration
+	// FlushMaxDirtyBytes, when positive, flushes a log as soon as this many
+	// bytes are unflushed.
+	FlushMaxDirtyBytes int64
+	// CheckpointInterval is how often recovery points and log start
+	// offsets are checkpointed (log.flush.offset.checkpoint.interval.ms);
+	// default 60 s.
+	CheckpointInterval time.Duration
+	// RetentionCheckInterval is log.retention.check.interval.ms (default
+	// 5 minutes); negative disables the background retention check.
+	RetentionCheckInterval time.Duration
+
+	// ProducerIDExpiration is producer.id.expiration.ms (default 1 day):
+	// producer state idle this long, with no open transaction, is dropped.
+	// Negative disables expiration.
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms (default 10 minutes).
+	ProducerIDExpirationCheckInterval time.Duration
+
+	// ClusterID and NodeID are written to meta.properties when it is missing.
+	ClusterID string
+	NodeID    int32
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.MaxDecompressedBytes <= 0 {
+		o.MaxDecompressedBytes = 128 << 20
+	}
+	if o.FlushCheckInterval <= 0 {
+		o.FlushCheckInterval = time.Second
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Minute
+	}
+	if o.RetentionCheckInterval == 0 {
+		o.RetentionCheckInterval = 5 * time.Minute
+	}
+	if o.ProducerIDExpiration == 0 {
+		o.ProducerIDExpiration = 24 * time.Hour
+	}
+	if o.ProducerIDExpirationCheckInterval <= 0 {
+		o.ProducerIDExpirationCheckInterval = 10 * time.Minute
+	}
+	return o
+}

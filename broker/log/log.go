@@ -1,0 +1,569 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cascade-kafka/cascade/broker/record"
+)
+
+// Log is one partition's log: a list of segments, the producer state, the
+// leader epoch cache and the offsets that bound it. Appends are serialised by
+// a per-log mutex held only around offset assignment and the write; reads
+// take no lock and see whole batches up to the published log end offset.
+type Log struct {
+	tp      TopicPartition
+	dir     string
+	topicID [16]byte
+	opts    *Options
+	cfg     atomic.Pointer[Config]
+	m       *Manager // nil for a log opened without a manager (tests)
+
+	mu     sync.Mutex // the append lock
+	segs   atomic.Pointer[[]*segment]
+	ps     *producerState
+	epochs *epochCache
+
+	leo           atomic.Int64
+	logStart      atomic.Int64
+	recoveryPoint atomic.Int64 // offsets below it are fsynced
+	firstUnstable atomic.Int64 // -1 when no transaction is open
+	err           atomic.Pointer[error]
+	closed        atomic.Bool
+
+	// Flush bookkeeping (see flush.go).
+	flushMu       sync.Mutex
+	unflushedMsgs atomic.Int64
+	dirtyBytes    atomic.Int64
+	firstDirtyNs  atomic.Int64 // clock time of the oldest unflushed append, 0 when clean
+	lastFlushNs   atomic.Int64
+}
+
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// TopicPartition returns the partition this log belongs to.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// TopicID returns the topic id recorded in partition.metadata.
+func (l *Log) TopicID() [16]byte { return l.topicID }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the log's current configuration.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// SetConfig replaces the configuration; it applies to later appends, rolls
+// and retention checks.
+func (l *Log) SetConfig(c Config) {
+	c = c.normalize()
+	l.cfg.Store(&c)
+}
+
+// Err returns the sticky storage error, if any. After a storage error the
+// log refuses appends and reads.
+func (l *Log) Err() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail records a storage error; the first one sticks.
+func (l *Log) fail(err error) error {
+	if errors.Is(err, ErrStorage) {
+		return err
+	}
+	wrapped := fmt.Errorf("%w: %s: %w", ErrStorage, l.tp, err)
+	l.err.CompareAndSwap(nil, &wrapped)
+	l.opts.Logger.Error("log storage error; partition offline", "partition", l.tp.String(), "err", err)
+	return *l.err.Load()
+}
+
+// String formats a TopicPartition as Kafka does: topic-partition.
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// LogStartOffset returns the first offset readable.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset returns the offset the next record will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// RecoveryPoint returns the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// FirstUnstableOffset returns the first offset of the earliest open
+// transaction (ProducerStateManager.firstUndecidedOffset).
+func (l *Log) FirstUnstableOffset() (int64, bool) {
+	if o := l.firstUnstable.Load(); o >= 0 {
+		return o, true
+	}
+	return 0, false
+}
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+func (l *Log) active() *segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+// Size returns the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments returns the number of segments.
+func (l *Log) NumSegments() int { return len(l.segments()) }
+
+// Append validates and appends one produce record set (one or more v2
+// batches), as UnifiedLog.appendAsLeader with the coordinator's origin:
+// control batches (transaction markers) are accepted. The batches' base
+// offset, leader epoch and, for LogAppendTime topics, timestamp and CRC are
+// rewritten in place in records.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, false)
+}
+
+// AppendFromClient is Append with the checks Kafka applies to records from
+// a producer (AppendOrigin.CLIENT): control batches are refused and every
+// batch's base offset must be 0 (LogValidator.validateBatch).
+func (l *Log) AppendFromClient(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, true)
+}
+
+// setInfo summarises a validated record set.
+type setInfo struct {
+	batches, records int
+	maxTimestamp     int64
+	offsetDelta      int64 // sum over batches of lastOffsetDelta+1
+}
+
+// validateSet checks every batch of a record set before the lock is taken,
+// as UnifiedLog.analyzeAndValidateRecords and LogValidator do.
+func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error) {
+	info := setInfo{maxTimestamp: -1}
+	if len(set) == 0 {
+		return info, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
+	}
+	sp := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(sp)
+	for rest := set; len(rest) > 0; {
+		b, r, err := record.Next(rest)
+		if err != nil {
+			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		rest = r
+		if len(b) > cfg.MaxMessageBytes {
+			return info, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
+		}
+		if b.Magic() != 2 {
+			return info, fmt.Errorf("%w: magic %d", ErrInvalidRecord, b.Magic())
+		}
+		// One pass computes the CRC: length and CRC failures are corruption
+		// (CorruptRecordException), the rest invalid records.
+		if err := b.Validate(); err != nil {
+			if errors.Is(err, record.ErrCRC) || errors.Is(err, record.ErrShort) || errors.Is(err, record.ErrBadLength) || errors.Is(err, record.ErrCodec) {
+				return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			return info, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		}
+		if client && b.Control() {
+			return info, fmt.Errorf("%w: clients may not write control records", ErrInvalidRecord)
+		}
+		if client && b.BaseOffset() != 0 {
+			return info, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
+		}
+		if err := b.ValidateRecords(l.opts.MaxDecompressedBytes, (*sp)[:0]); err != nil {
+			if errors.Is(err, record.ErrTooLarge) {
+				return info, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+			}
+			return info, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		}
+		if cfg.CleanupPolicy&PolicyCompact != 0 && !b.Control() {
+			if err := requireKeys(b, l.opts.MaxDecompressedBytes, sp); err != nil {
+				return info, err
+			}
+		}
+		info.batches++
+		info.records += int(b.RecordCount())
+		info.offsetDelta += int64(b.LastOffsetDelta()) + 1
+		info.maxTimestamp = max(info.maxTimestamp, b.MaxTimestamp())
+	}
+	return info, nil
+}
+
+// requireKeys enforces that a compacted topic only accepts keyed records
+// (LogValidator: "Compacted topic cannot accept message without key").
+func requireKeys(b record.Batch, limit int, sp *[]byte) error {
+	it, err := b.Records(limit, (*sp)[:0])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+	}
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
+		if r.Key == nil {
+			return fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)
+		}
+	}
+	return nil
+}
+
+func (l *Log) append(set []byte, leaderEpoch int32, client bool) (AppendInfo, error) {
+	cfg := l.cfg.Load()
+	info, err := l.validateSet(set, cfg, client)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	res, err := l.appendLocked(set, leaderEpoch, cfg, info)
+	l.mu.Unlock()
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	if l.unflushedMsgs.Load() >= cfg.FlushMessages {
+		// flush.messages: fsync before acknowledging, coalesced with
+		// concurrent appenders (see flush.go).
+		if err := l.flushTo(res.LastOffset + 1); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	return res, nil
+}
+
+func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setInfo) (AppendInfo, error) {
+	if err := l.Err(); err != nil {
+		return AppendInfo{}, err
+	}
+	ps := l.ps
+	ps.reset()
+	first := l.leo.Load()
+	next := first
+	for rest := set; len(rest) > 0; {
+		b, r, _ := record.Next(rest) // validated already
+		rest = r
+		b.SetBaseOffset(next)
+		dup, isDup, err := ps.stage(b, true)
+		if err != nil {
+			ps.reset()
+			return AppendInfo{}, err
+		}
+		if isDup {
+			ps.reset()
+			return AppendInfo{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
+				LogStartOffset: l.logStart.Load(), NumRecords: int(dup.lastOffset-dup.firstOffset) + 1, Duplicate: true}, nil
+		}
+		next = b.NextOffset()
+	}
+	now := l.opts.Clock()
+	appendTime := int64(-1)
+	maxTS := info.maxTimestamp
+	if cfg.TimestampType == LogAppendTime {
+		appendTime = now.UnixMilli()
+		maxTS = appendTime
+	}
+	for rest := set; len(rest) > 0; {
+		b, r, _ := record.Next(rest)
+		rest = r
+		b.SetPartitionLeaderEpoch(leaderEpoch)
+		if appendTime >= 0 {
+			b.SetLogAppendTime(appendTime)
+			b.UpdateCRC()
+		}
+	}
+	if err := l.maybeRollLocked(len(set), maxTS, next-1, cfg, now); err != nil {
+		ps.reset()
+		return AppendInfo{}, l.fail(err)
+	}
+	seg := l.active()
+	if err := seg.append(set, cfg.IndexIntervalBytes); err != nil {
+		ps.reset()
+		return AppendInfo{}, l.fail(err)
+	}
+	ps.commit()
+	for _, t := range ps.completed {
+		if !t.aborted {
+			continue
+		}
+		a := AbortedTxn{ProducerID: t.pid, FirstOffset: t.firstOffset, LastOffset: t.lastOffset, LastStable: ps.lastStableFor(t)}
+		if err := seg.txn.add(a); err != nil {
+			ps.reset()
+			return AppendInfo{}, l.fail(err)
+		}
+	}
+	ps.reset()
+	l.publishUnstable()
+	if leaderEpoch >= 0 {
+		if last, ok := l.epochs.latest(); !ok || leaderEpoch > last.Epoch {
+			if err := l.epochs.assign(leaderEpoch, first); err != nil {
+				return AppendInfo{}, l.fail(err)
+			}
+		}
+	}
+	l.leo.Store(next)
+	l.unflushedMsgs.Add(int64(info.records))
+	l.dirtyBytes.Add(int64(len(set)))
+	l.firstDirtyNs.CompareAndSwap(0, now.UnixNano())
+	if l.m != nil {
+		l.m.flusher.noteDirty(l)
+	}
+	return AppendInfo{FirstOffset: first, LastOffset: next - 1, LogAppendTime: appendTime,
+		LogStartOffset: l.logStart.Load(), NumRecords: info.records}, nil
+}
+
+func (l *Log) publishUnstable() {
+	if o, ok := l.ps.firstUnstable(); ok {
+		l.firstUnstable.Store(o)
+	} else {
+		l.firstUnstable.Store(-1)
+	}
+}
+
+// maybeRollLocked rolls to a new segment when the append would not fit, as
+// UnifiedLog.maybeRoll and LogSegment.shouldRoll.
+func (l *Log) maybeRollLocked(setSize int, maxTS, lastOffset int64, cfg *Config, now time.Time) error {
+	s := l.active()
+	size := s.size.Load()
+	var waited int64
+	if s.rollingTS >= 0 && maxTS >= 0 {
+		waited = maxTS - s.rollingTS
+	} else {
+		waited = now.Sub(s.created).Milliseconds()
+	}
+	roll := (size > 0 && waited > cfg.SegmentMs.Milliseconds()) ||
+		size > cfg.SegmentBytes-int64(setSize) ||
+		(size > 0 && (s.oi.full() || s.ti.full())) ||
+		lastOffset-s.base > math.MaxInt32
+	if !roll {
+		return nil
+	}
+	return l.rollLocked(now)
+}
+
+// rollLocked starts a new active segment at the log end offset and takes a
+// producer state snapshot there (UnifiedLog.roll).
+func (l *Log) rollLocked(now time.Time) error {
+	old := l.active()
+	base := l.leo.Load()
+	if old.size.Load() == 0 && old.base == base {
+		return nil
+	}
+	if err := old.onRoll(); err != nil {
+		return err
+	}
+	s, err := createSegment(l.dir, base, l.cfg.Load(), now)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		s.remove()
+		return err
+	}
+	segs := append(append([]*segment(nil), l.segments()...), s)
+	l.segs.Store(&segs)
+	if err := writeFileAtomic(snapshotPath(l.dir, base), l.ps.encodeSnapshot()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Roll forces a new segment at the log end offset.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if err := l.rollLocked(l.opts.Clock()); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// floorSegment returns the index of the last segment whose base is <= offset.
+func floorSegment(segs []*segment, offset int64) int {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Read returns whole batches starting at the batch that contains offset,
+// none with a last offset at or beyond maxOffset, up to maxBytes, and at
+// least one batch when minOne even if it is larger (LocalLog.read). Like
+// Kafka it reads from one segment per call. An offset outside
+// [LogStartOffset, LogEndOffset] is ErrOffsetOutOfRange.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOne bool) (ReadResult, error) {
+	if err := l.Err(); err != nil {
+		return ReadResult{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		start, end := l.logStart.Load(), l.leo.Load()
+		res := ReadResult{LogStartOffset: start, LogEndOffset: end}
+		if offset < start || offset > end {
+			return res, fmt.Errorf("%w: %d not in [%d, %d] of %s", ErrOffsetOutOfRange, offset, start, end, l.tp)
+		}
+		if offset == end || maxOffset <= offset {
+			return res, nil
+		}
+		segs := l.segments()
+		retry := false
+		for i := floorSegment(segs, offset); i < len(segs); i++ {
+			s := segs[i]
+			if !s.tryRef() {
+				retry = true
+				break
+			}
+			pos, n, found, err := s.read(offset, maxBytes, maxOffset, minOne)
+			if err != nil {
+				s.unref()
+				return res, l.fail(err)
+			}
+			if !found {
+				s.unref()
+				continue
+			}
+			if n == 0 {
+				s.unref()
+				return res, nil
+			}
+			res.Regions = []Region{&region{s: s, off: pos, n: n}}
+			res.Size = int(n)
+			return res, nil
+		}
+		if !retry || attempt > 3 {
+			return res, nil
+		}
+	}
+}
+
+// OffsetForTimestamp returns the first record at or after the log start
+// with a timestamp >= ts (UnifiedLog.fetchOffsetByTimestamp for a real
+// timestamp), with its batch's leader epoch.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch int32, ok bool) {
+	if l.Err() != nil {
+		return 0, 0, 0, false
+	}
+	start := l.logStart.Load()
+	for _, s := range l.segments() {
+		if maxTS, _ := s.maxTimestamp(); maxTS < ts {
+			continue
+		}
+		if !s.tryRef() {
+			continue
+		}
+		o, t, e, found, err := s.findByTimestamp(ts, start, l.opts.MaxDecompressedBytes)
+		s.unref()
+		if err != nil {
+			l.fail(err)
+			return 0, 0, 0, false
+		}
+		if found {
+			return o, t, e, true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// MaxTimestamp returns the record with the largest timestamp and that
+// timestamp (ListOffsets MAX_TIMESTAMP, KIP-734), or (-1, -1) when empty.
+func (l *Log) MaxTimestamp() (offset, timestamp int64) {
+	var best *segment
+	bestTS := int64(-1)
+	for _, s := range l.segments() {
+		if ts, _ := s.maxTimestamp(); ts > bestTS {
+			best, bestTS = s, ts
+		}
+	}
+	if best == nil || !best.tryRef() {
+		return -1, -1
+	}
+	defer best.unref()
+	_, batchLast := best.maxTimestamp()
+	// The batch holding the max timestamp ends at batchLast; find the first
+	// record in it carrying that timestamp.
+	o, t, _, found, err := best.findByTimestamp(bestTS, max(l.logStart.Load(), 0), l.opts.MaxDecompressedBytes)
+	if err != nil {
+		l.fail(err)
+		return -1, -1
+	}
+	if !found || t != bestTS {
+		return batchLast, bestTS
+	}
+	return o, t
+}
+
+// AbortedTxns returns the aborted transactions overlapping [from, to), from
+// the transaction indexes (UnifiedLog.collectAbortedTransactions).
+func (l *Log) AbortedTxns(from, to int64) []AbortedTxn {
+	var out []AbortedTxn
+	segs := l.segments()
+	for i := floorSegment(segs, from); i < len(segs); i++ {
+		out = segs[i].txn.collect(out, from, to)
+	}
+	return out
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= the
+// requested one and the offset where it ended (LeaderEpochFileCache.endOffsetFor).
+func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64, ok bool) {
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}
+
+// AssignEpochStartOffset records that leader epoch starts at offset, as a
+// new leader does on election.
+func (l *Log) AssignEpochStartOffset(epoch int32, offset int64) error {
+	if err := l.epochs.assign(epoch, offset); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// LatestEpoch returns the latest leader epoch recorded, or -1.
+func (l *Log) LatestEpoch() int32 {
+	if e, ok := l.epochs.latest(); ok {
+		return e.Epoch
+	}
+	return -1
+}
+
+// EpochAt returns the leader epoch of the given offset, or -1 if unknown.
+func (l *Log) EpochAt(offset int64) int32 { return l.epochs.epochAt(offset) }
+
+// ActiveProducers lists the producer state (for DescribeProducers).
+func (l *Log) ActiveProducers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.ps.producers))
+	for pid, e := range l.ps.producers {
+		seq := int32(-1)
+		if m, ok := e.last(); ok {
+			seq = m.lastSeq
+		}
+		out = append(out, ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: seq,
+			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.txnFirstOffset})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+// ExpireProducers drops the state of producers idle for longer than
+// producer.id.expiration.ms (by their last batch timestamp, as Kafka) and
+// with no open transaction. It returns how many were dropped.
+func (l *Log) ExpireProducers() int {
+	if l.opts.ProducerIDExpiration <= 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ps.expire(l.opts.Clock().Add(-l.opts.ProducerIDExpiration).UnixMilli())
+}

@@ -1,0 +1,43 @@
+package log
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+)
+
+// region is a byte range of one segment file. It holds a reference on the
+// segment so the file stays open (even if deleted) until Release.
+type region struct {
+	s        *segment
+	off, n   int64
+	released atomic.Bool
+}
+
+// Len returns the region's size in bytes.
+func (r *region) Len() int { return int(r.n) }
+
+// Release drops the region's hold on its segment. Calling it twice is safe.
+func (r *region) Release() {
+	if r.released.CompareAndSwap(false, true) {
+		r.s.unref()
+	}
+}
+
+// ReadAt reads from the region (io.ReaderAt), for callers that need the
+// bytes in memory.
+func (r *region) ReadAt(p []byte, off int64) (int, error) {
+	return io.NewSectionReader(r.s.f, r.off, r.n).ReadAt(p, off)
+}
+
+// WriteTo writes the region to w. When w is a *net.TCPConn the bytes go
+// from the page cache to the socket with sendfile(2) at an explicit file
+// offset, so concurrent readers of one segment never share a file position.
+func (r *region) WriteTo(w io.Writer) (int64, error) {
+	if c, ok := w.(*net.TCPConn); ok {
+		if n, handled, err := sendfile(c, r.s.f, r.off, r.n); handled {
+			return n, err
+		}
+	}
+	return io.Copy(w, io.NewSectionReader(r.s.f, r.off, r.n))
+}

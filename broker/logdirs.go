@@ -1,0 +1,105 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/partition"
+)
+
+// logDirs adapts one log.Manager per entry of log.dirs to the partition
+// layer's LogManager: a new partition goes to the dir holding the fewest, as
+// Kafka's LogManager.nextLogDirs chooses.
+type logDirs struct {
+	mgrs []*log.Manager
+}
+
+func openLogDirs(bc *config.Broker, clusterID string, cfg Config) (*logDirs, error) {
+	d := &logDirs{}
+	for _, dir := range bc.LogDirs {
+		m, err := log.Open(dir, log.Options{
+			Clock:     cfg.Now,
+			Logger:    cfg.Logger,
+			ClusterID: clusterID,
+			NodeID:    bc.NodeID,
+			// Partitions found on disk start with the broker defaults;
+			// the first metadata sync applies their topic overrides.
+			ConfigFor: func(log.TopicPartition) log.Config {
+				c, err := config.TopicLogConfig(bc, nil)
+				if err != nil {
+					return log.DefaultConfig()
+				}
+				return c
+			},
+			RetentionCheckInterval: bc.RetentionCheckInterval,
+		})
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("broker: opening log dir %s: %w", dir, err)
+		}
+		st := m.Stats()
+		cfg.Logger.Info("log dir loaded", "dir", dir, "partitions", st.Partitions, "clean_shutdown", st.CleanShutdown, "took", st.Duration)
+		d.mgrs = append(d.mgrs, m)
+	}
+	return d, nil
+}
+
+// Open returns the log of tp, creating it when absent. A log left on disk by
+// an earlier topic of the same name (another topic id) is deleted first, as
+// KRaft brokers treat such a replica as stray.
+func (d *logDirs) Open(tp log.TopicPartition, topicID [16]byte, cfg log.Config) (partition.Log, error) {
+	for _, m := range d.mgrs {
+		l, ok := m.Get(tp)
+		if !ok {
+			continue
+		}
+		if id := l.TopicID(); id == topicID || id == ([16]byte{}) {
+			l.SetConfig(cfg)
+			return l, nil
+		}
+		if err := m.Delete(tp); err != nil {
+			return nil, err
+		}
+		return m.Create(tp, topicID, cfg)
+	}
+	best := d.mgrs[0]
+	for _, m := range d.mgrs[1:] {
+		if len(m.Logs()) < len(best.Logs()) {
+			best = m
+		}
+	}
+	return best.Create(tp, topicID, cfg)
+}
+
+// Delete removes tp's log from whichever dir holds it.
+func (d *logDirs) Delete(tp log.TopicPartition) error {
+	var errs []error
+	for _, m := range d.mgrs {
+		errs = append(errs, m.Delete(tp))
+	}
+	return errors.Join(errs...)
+}
+
+// warnStrays logs partitions found on disk that the metadata image does not
+// name. They are kept, not deleted: on a single node they can only come
+// from a copied or restored data dir, and deleting data is not a guess to
+// make at start-up.
+func (d *logDirs) warnStrays(parts *partition.Manager, lg interface{ Warn(string, ...any) }) {
+	for _, m := range d.mgrs {
+		for _, l := range m.Logs() {
+			if parts.Get(l.TopicPartition()) == nil {
+				lg.Warn("partition on disk is not in the metadata; ignoring it", "dir", m.Dir(), "partition", l.TopicPartition().String())
+			}
+		}
+	}
+}
+
+func (d *logDirs) close() error {
+	var errs []error
+	for _, m := range d.mgrs {
+		errs = append(errs, m.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,278 @@
+package metadata
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Image is the cluster metadata at one point of the metadata log. An Image
+// is immutable: Apply returns a new one sharing what did not change, so
+// readers hold one without locks.
+type Image struct {
+	// Offset counts the batches applied since the journal began; a
+	// compaction at Open restarts the count, so compare Offsets only
+	// within one run.
+	Offset    int64
+	ClusterID string
+	// NextProducerID is the first producer id not yet handed out.
+	NextProducerID int64
+	topics         map[string]*Topic
+	byID           map[UUID]*Topic
+	brokerConfigs  map[string]map[string]string
+	features       map[string]int16
+}
+
+// Topic is one topic of an Image. Callers must not modify it.
+type Topic struct {
+	Name       string
+	ID         UUID
+	Partitions []Partition // indexed by partition number
+	// Configs are the topic's config overrides (DYNAMIC_TOPIC_CONFIG).
+	Configs map[string]string
+}
+
+// Partition is one partition's replica state.
+type Partition struct {
+	Partition      int32
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// ReplicationFactor returns the number of replicas of partition 0.
+func (t *Topic) ReplicationFactor() int16 {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	return int16(len(t.Partitions[0].Replicas))
+}
+
+// Empty returns the image of an empty metadata log.
+func Empty() *Image {
+	return &Image{
+		topics:        map[string]*Topic{},
+		byID:          map[UUID]*Topic{},
+		brokerConfigs: map[string]map[string]string{},
+		features:      map[string]int16{},
+	}
+}
+
+// Topic returns the topic named name.
+func (img *Image) Topic(name string) (*Topic, bool) {
+	t, ok := img.topics[name]
+	return t, ok
+}
+
+// TopicByID returns the topic with id.
+func (img *Image) TopicByID(id UUID) (*Topic, bool) {
+	t, ok := img.byID[id]
+	return t, ok
+}
+
+// Topics returns every topic in name order.
+func (img *Image) Topics() []*Topic {
+	out := make([]*Topic, 0, len(img.topics))
+	for _, t := range img.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NumTopics returns the number of topics.
+func (img *Image) NumTopics() int { return len(img.topics) }
+
+// BrokerConfigs returns the dynamic configs of a broker resource ("" is the
+// cluster-wide default). Callers must not modify the map.
+func (img *Image) BrokerConfigs(resource string) map[string]string {
+	return img.brokerConfigs[resource]
+}
+
+// Feature returns a finalized feature level.
+func (img *Image) Feature(name string) (int16, bool) {
+	l, ok := img.features[name]
+	return l, ok
+}
+
+// Apply returns the image after one batch of records. It is pure: no I/O,
+// no clock, no randomness, so replaying a log (or a Raft log) always
+// rebuilds the same image. A record that does not fit the image (a partition
+// of an unknown topic, a duplicate name) is an error and nothing is applied.
+func Apply(img *Image, recs []Record) (*Image, error) {
+	next := *img
+	next.Offset++
+	// Copy-on-write: maps are cloned once per batch on first change.
+	var topicsCloned, configsCloned, featuresCloned bool
+	cloneTopics := func() {
+		if !topicsCloned {
+			next.topics = maps.Clone(next.topics)
+			next.byID = maps.Clone(next.byID)
+			topicsCloned = true
+		}
+	}
+	// A topic touched in this batch is copied once, then changed in place.
+	touched := map[UUID]*Topic{}
+	cfgCloned := map[UUID]bool{} // topics whose Configs map is this batch's own
+	mutable := func(id UUID) (*Topic, error) {
+		if t, ok := touched[id]; ok {
+			return t, nil
+		}
+		old, ok := next.byID[id]
+		if !ok {
+			return nil, fmt.Errorf("metadata: record for unknown topic id %s", id)
+		}
+		cloneTopics()
+		t := &Topic{Name: old.Name, ID: old.ID, Partitions: slices.Clone(old.Partitions), Configs: old.Configs}
+		next.topics[t.Name] = t
+		next.byID[t.ID] = t
+		touched[id] = t
+		return t, nil
+	}
+	for _, rec := range recs {
+		switch r := rec.(type) {
+		case TopicRecord:
+			if r.ID.IsZero() {
+				return nil, fmt.Errorf("metadata: topic %q with zero id", r.Name)
+			}
+			if _, dup := next.topics[r.Name]; dup {
+				return nil, fmt.Errorf("metadata: topic %q created twice", r.Name)
+			}
+			if _, dup := next.byID[r.ID]; dup {
+				return nil, fmt.Errorf("metadata: topic id %s used twice", r.ID)
+			}
+			cloneTopics()
+			t := &Topic{Name: r.Name, ID: r.ID, Configs: map[string]string{}}
+			next.topics[r.Name] = t
+			next.byID[r.ID] = t
+			touched[r.ID] = t
+			cfgCloned[r.ID] = true
+		case PartitionRecord:
+			t, err := mutable(r.TopicID)
+			if err != nil {
+				return nil, err
+			}
+			p := Partition{Partition: r.Partition, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+				Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
+			switch {
+			case int(r.Partition) < len(t.Partitions) && r.Partition >= 0:
+				t.Partitions[r.Partition] = p
+			case int(r.Partition) == len(t.Partitions):
+				t.Partitions = append(t.Partitions, p)
+			default:
+				return nil, fmt.Errorf("metadata: topic %q: partition %d after %d partitions", t.Name, r.Partition, len(t.Partitions))
+			}
+		case ConfigRecord:
+			switch r.ResourceType {
+			case ResourceTopic:
+				old, ok := next.topics[r.ResourceName]
+				if !ok {
+					return nil, fmt.Errorf("metadata: config for unknown topic %q", r.ResourceName)
+				}
+				t, err := mutable(old.ID)
+				if err != nil {
+					return nil, err
+				}
+				if !cfgCloned[old.ID] {
+					t.Configs = maps.Clone(t.Configs)
+					if t.Configs == nil {
+						t.Configs = map[string]string{}
+					}
+					cfgCloned[old.ID] = true
+				}
+				setOrDelete(t.Configs, r.Name, r.Value)
+			case ResourceBroker:
+				if !configsCloned {
+					next.brokerConfigs = maps.Clone(next.brokerConfigs)
+					configsCloned = true
+				}
+				m := maps.Clone(next.brokerConfigs[r.ResourceName])
+				if m == nil {
+					m = map[string]string{}
+				}
+				setOrDelete(m, r.Name, r.Value)
+				if len(m) == 0 {
+					delete(next.brokerConfigs, r.ResourceName)
+				} else {
+					next.brokerConfigs[r.ResourceName] = m
+				}
+			default:
+				return nil, fmt.Errorf("metadata: config for resource type %d", r.ResourceType)
+			}
+		case RemoveTopicRecord:
+			t, ok := next.byID[r.TopicID]
+			if !ok {
+				return nil, fmt.Errorf("metadata: removing unknown topic id %s", r.TopicID)
+			}
+			cloneTopics()
+			delete(next.topics, t.Name)
+			delete(next.byID, t.ID)
+			delete(touched, t.ID)
+		case ProducerIDsRecord:
+			if r.NextProducerID < next.NextProducerID {
+				return nil, fmt.Errorf("metadata: producer id block moves back from %d to %d", next.NextProducerID, r.NextProducerID)
+			}
+			next.NextProducerID = r.NextProducerID
+		case FeatureLevelRecord:
+			if !featuresCloned {
+				next.features = maps.Clone(next.features)
+				featuresCloned = true
+			}
+			next.features[r.Name] = r.Level
+		case ClusterIDRecord:
+			if next.ClusterID != "" && next.ClusterID != r.ClusterID {
+				return nil, fmt.Errorf("metadata: cluster id changes from %s to %s", next.ClusterID, r.ClusterID)
+			}
+			next.ClusterID = r.ClusterID
+		default:
+			return nil, fmt.Errorf("metadata: cannot apply %T", rec)
+		}
+	}
+	return &next, nil
+}
+
+func setOrDelete(m map[string]string, k string, v *string) {
+	if v == nil {
+		delete(m, k)
+	} else {
+		m[k] = *v
+	}
+}
+
+// Records returns records that rebuild img from an empty image: the
+// snapshot written when the metadata log is compacted.
+func (img *Image) Records() []Record {
+	var recs []Record
+	if img.ClusterID != "" {
+		recs = append(recs, ClusterIDRecord{ClusterID: img.ClusterID})
+	}
+	names := slices.Sorted(maps.Keys(img.features))
+	for _, n := range names {
+		recs = append(recs, FeatureLevelRecord{Name: n, Level: img.features[n]})
+	}
+	if img.NextProducerID > 0 {
+		recs = append(recs, ProducerIDsRecord{BrokerID: -1, NextProducerID: img.NextProducerID})
+	}
+	for _, res := range slices.Sorted(maps.Keys(img.brokerConfigs)) {
+		m := img.brokerConfigs[res]
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			v := m[k]
+			recs = append(recs, ConfigRecord{ResourceType: ResourceBroker, ResourceName: res, Name: k, Value: &v})
+		}
+	}
+	for _, t := range img.Topics() {
+		recs = append(recs, TopicRecord{Name: t.Name, ID: t.ID})
+		for _, p := range t.Partitions {
+			recs = append(recs, PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
+				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+			v := t.Configs[k]
+			recs = append(recs, ConfigRecord{ResourceType: ResourceTopic, ResourceName: t.Name, Name: k, Value: &v})
+		}
+	}
+	return recs
+}

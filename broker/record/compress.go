@@ -1,0 +1,184 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// xerialMagic starts snappy data framed by snappy-java's SnappyOutputStream,
+// which is what Kafka's Java producer and broker write.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+const xerialHeaderLen = 16 // magic, int32 version, int32 min compatible version
+
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return err
+	}
+	return d
+}}
+
+// Decompress inflates a batch payload compressed with codec. The result never
+// exceeds limit bytes: a larger payload yields ErrTooLarge without being
+// inflated further. scratch is reused when its capacity suffices.
+func Decompress(codec Codec, src []byte, limit int, scratch []byte) ([]byte, error) {
+	switch codec {
+	case CodecNone:
+		if len(src) > limit {
+			return nil, ErrTooLarge
+		}
+		return src, nil
+	case CodecGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip: %v", ErrRecords, err)
+		}
+		defer zr.Close()
+		return readLimited(zr, limit, scratch, "gzip")
+	case CodecSnappy:
+		return decodeSnappy(src, limit, scratch)
+	case CodecLZ4:
+		return readLimited(lz4.NewReader(bytes.NewReader(src)), limit, scratch, "lz4")
+	case CodecZstd:
+		v := zstdDecoders.Get()
+		d, ok := v.(*zstd.Decoder)
+		if !ok {
+			return nil, fmt.Errorf("zstd decoder: %v", v)
+		}
+		defer zstdDecoders.Put(d)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrRecords, err)
+		}
+		return readLimited(d, limit, scratch, "zstd")
+	}
+	return nil, fmt.Errorf("%w: %d", ErrCodec, codec)
+}
+
+func readLimited(r io.Reader, limit int, scratch []byte, name string) ([]byte, error) {
+	buf := bytes.NewBuffer(scratch[:0])
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRecords, name, err)
+	}
+	if n > int64(limit) {
+		return nil, ErrTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeSnappy(src []byte, limit int, scratch []byte) ([]byte, error) {
+	if !bytes.HasPrefix(src, xerialMagic) {
+		return snappyBlock(scratch[:0], src, limit)
+	}
+	if len(src) < xerialHeaderLen {
+		return nil, fmt.Errorf("%w: short xerial header", ErrRecords)
+	}
+	out := scratch[:0]
+	p := src[xerialHeaderLen:]
+	for len(p) > 0 {
+		if len(p) < 4 {
+			return nil, fmt.Errorf("%w: truncated xerial chunk length", ErrRecords)
+		}
+		n := binary.BigEndian.Uint32(p)
+		p = p[4:]
+		if uint64(n) > uint64(len(p)) {
+			return nil, fmt.Errorf("%w: xerial chunk of %d bytes exceeds payload", ErrRecords, n)
+		}
+		var err error
+		if out, err = snappyBlock(out, p[:n], limit-len(out)); err != nil {
+			return nil, err
+		}
+		p = p[n:]
+	}
+	return out, nil
+}
+
+// snappyBlock appends the decoding of one raw snappy block to dst.
+func snappyBlock(dst, block []byte, limit int) ([]byte, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snappy: %v", ErrRecords, err)
+	}
+	if n > limit {
+		return nil, ErrTooLarge
+	}
+	start := len(dst)
+	if cap(dst)-start < n {
+		grown := make([]byte, start, start+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	out, err := snappy.Decode(dst[start:start+n], block)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snappy: %v", ErrRecords, err)
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("%w: snappy length mismatch", ErrRecords)
+	}
+	return dst[:start+n], nil
+}
+
+// Compress compresses a records payload with codec, in the framing Kafka's
+// Java client writes: gzip member, xerial-framed snappy, LZ4 frame, zstd frame.
+func Compress(codec Codec, src []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch codec {
+	case CodecNone:
+		return append([]byte(nil), src...), nil
+	case CodecGzip:
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecSnappy:
+		// snappy-java: header (magic, version 1, compatible 1), then
+		// length-prefixed blocks of at most 32 KiB input.
+		buf.Write(xerialMagic)
+		var hdr [8]byte
+		binary.BigEndian.PutUint32(hdr[0:], 1)
+		binary.BigEndian.PutUint32(hdr[4:], 1)
+		buf.Write(hdr[:])
+		for p := src; len(p) > 0; {
+			n := min(len(p), 32<<10)
+			enc := snappy.Encode(nil, p[:n])
+			binary.BigEndian.PutUint32(hdr[:4], uint32(len(enc)))
+			buf.Write(hdr[:4])
+			buf.Write(enc)
+			p = p[n:]
+		}
+	case CodecLZ4:
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecZstd:
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: %d", ErrCodec, codec)
+	}
+	return buf.Bytes(), nil
+}

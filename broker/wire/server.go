@@ -1,0 +1,286 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one framed request whose header has been parsed. Body is the
+// rest of the frame, still encoded; the dispatcher decodes it with kmsg once
+// it has checked the version.
+type Request struct {
+	Header RequestHeader
+	Body   []byte
+	// Remote is the peer's address, for logs and quotas.
+	Remote string
+}
+
+// Body is a response body that writes itself, for responses that splice file
+// regions in rather than copying them through a buffer (plaintext Fetch).
+type Body interface {
+	// Len is the exact number of bytes WriteTo writes.
+	Len() int
+	// WriteTo writes the body to w, which is the connection itself so that
+	// file regions can use sendfile.
+	WriteTo(w io.Writer) (int64, error)
+	// Release frees what the body holds; it is called exactly once, whether
+	// or not the body was written.
+	Release()
+}
+
+// Response is a dispatcher's answer to one request. The zero Response means
+// "send nothing" (Produce with acks=0).
+type Response struct {
+	Msg  kmsg.Response // encoded with kmsg after the response header
+	Body Body          // used instead of Msg when set
+}
+
+func (r Response) release() {
+	if r.Body != nil {
+		r.Body.Release()
+	}
+}
+
+// Dispatcher answers requests. A returned error closes the connection after
+// the responses already queued have been written, as Kafka does when it cannot
+// parse or authorise a request.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, req *Request) (Response, error)
+}
+
+// Observer receives connection-level counts for metrics. All methods must be
+// safe for concurrent use.
+type Observer interface {
+	BytesIn(n int)
+	BytesOut(n int)
+	Connection(open bool)
+}
+
+// Server accepts connections and runs the per-connection loops.
+type Server struct {
+	Dispatcher Dispatcher
+	// MaxRequestBytes is socket.request.max.bytes; 0 means the default.
+	MaxRequestBytes int32
+	// IdleTimeout is connections.max.idle.ms: a connection that sends no
+	// request for this long is closed. 0 disables it.
+	IdleTimeout time.Duration
+	// MaxInFlight bounds the responses queued for one connection's writer
+	// before its reader stops reading; 0 means 16.
+	MaxInFlight int
+	Logger      *slog.Logger
+	Observer    Observer
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("wire: server closed")
+
+func (s *Server) init() {
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		s.lns = map[net.Listener]struct{}{}
+		s.conns = map[net.Conn]struct{}{}
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Serve accepts connections on ln until ln fails or Close is called. It
+// returns ErrServerClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.init()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// As net/http: back off on temporary accept failures
+				// (EMFILE) instead of spinning.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+// Close stops accepting, closes every connection, cancels in-flight handlers
+// (a long-polling Fetch returns at once) and waits for the connection
+// goroutines to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.init()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	if s.Observer != nil {
+		s.Observer.Connection(true)
+		defer s.Observer.Connection(false)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	depth := s.MaxInFlight
+	if depth <= 0 {
+		depth = 16
+	}
+	out := make(chan outgoing, depth)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.writeLoop(c, out)
+	}()
+	err := s.readLoop(ctx, c, out)
+	close(out)
+	<-writerDone
+	cancel()
+	c.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		s.Logger.Debug("connection closed", "remote", c.RemoteAddr().String(), "err", err)
+	}
+}
+
+type outgoing struct {
+	key, version  int16
+	correlationID int32
+	resp          Response
+}
+
+func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) error {
+	max := s.MaxRequestBytes
+	if max <= 0 {
+		max = DefaultMaxRequestBytes
+	}
+	remote := c.RemoteAddr().String()
+	for {
+		if s.IdleTimeout > 0 {
+			if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
+				return err
+			}
+		}
+		frame, err := ReadFrame(c, max)
+		if err != nil {
+			return err
+		}
+		if s.Observer != nil {
+			s.Observer.BytesIn(len(frame) + 4)
+		}
+		h, body, err := ParseRequestHeader(frame)
+		if err != nil {
+			return err
+		}
+		resp, err := s.Dispatcher.Dispatch(ctx, &Request{Header: h, Body: body, Remote: remote})
+		if err != nil {
+			resp.release()
+			return err
+		}
+		if resp.Msg == nil && resp.Body == nil {
+			continue
+		}
+		select {
+		case out <- outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp}:
+		case <-ctx.Done():
+			resp.release()
+			return ctx.Err()
+		}
+	}
+}
+
+// writeLoop writes responses in the order the reader queued them. After a
+// write error it keeps draining (releasing bodies) so the reader never blocks
+// on a dead writer; the reader then fails on its own read of the closed conn.
+func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
+	var buf []byte
+	var failed bool
+	for o := range out {
+		if failed {
+			o.resp.release()
+			continue
+		}
+		n, err := s.writeOne(c, buf[:0], o)
+		if err != nil {
+			failed = true
+			c.Close()
+			continue
+		}
+		if s.Observer != nil {
+			s.Observer.BytesOut(n)
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin one huge response's buffer forever
+		}
+	}
+}
+
+func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) (int, error) {
+	defer o.resp.release()
+	buf, at := AppendFrameLength(buf)
+	buf = AppendResponseHeader(buf, o.correlationID, ResponseHeaderFlexible(o.key, o.version))
+	if o.resp.Body == nil {
+		buf = o.resp.Msg.AppendTo(buf)
+		FinishFrame(buf, at, 0)
+		_, err := c.Write(buf)
+		return len(buf), err
+	}
+	FinishFrame(buf, at, o.resp.Body.Len())
+	if _, err := c.Write(buf); err != nil {
+		return 0, err
+	}
+	n, err := o.resp.Body.WriteTo(c)
+	return len(buf) + int(n), err
+}

@@ -1,0 +1,26 @@
+// Package bench is the engine of cascade-bench, Cascade's load tool: it
+// produces and consumes a fixed, verifiable workload against any Kafka
+// bootstrap address, and compares Cascade with Apache Kafka and franz-go's
+// kfake on the same machine in one run.
+//
+// It owns the workload (Workload: sizes, client settings, deterministic
+// incompressible payloads that carry their own record id and checksum), the
+// client drivers (franz-go and confluent-kafka-go), exact measurement
+// (acknowledgement latency from the moment a send is offered, kept as an
+// exact sorted sample; broker CPU and peak RSS from /proc), exact
+// verification that every record was consumed once, the targets it can
+// start itself (Cascade as a child process with a fresh data dir, Apache
+// Kafka from the matrix's Maven jars, kfake in a helper process), the
+// hardware limits measured beside them (sequential disk writes, loopback
+// TCP), and the report (a table on screen and JSON).
+//
+// It imports nothing from broker/: every target is a black box over TCP, as
+// Kafka's own kafka-producer-perf-test and kafka-consumer-perf-test treat a
+// cluster.
+//
+//	w := bench.DefaultWorkload()
+//	w.Records, w.PayloadBytes = 100000, 1024
+//	res, err := bench.Run(ctx, bench.External("127.0.0.1:9092"), w, 1, os.Stderr)
+//	if err != nil { ... }
+//	fmt.Println(res.Verified)
+package bench

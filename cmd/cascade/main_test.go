@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunRefusesUnknownKey(t *testing.T) {
+	err := run([]string{"--override", "no.such.key=1"})
+	if err == nil || !strings.Contains(err.Error(), "no.such.key") {
+		t.Fatalf("unknown key: %v", err)
+	}
+	err = run([]string{"--override", "num.partitions=zero"})
+	if err == nil || !strings.Contains(err.Error(), "num.partitions") {
+		t.Fatalf("malformed value: %v", err)
+	}
+	if err := run([]string{"-config", "/nonexistent/server.properties"}); err == nil {
+		t.Fatal("missing config file accepted")
+	}
+}
+
+func TestAPITable(t *testing.T) {
+	tab := apiTable()
+	for _, want := range []string{"| 0 | Produce | 0-12 |", "| 1 | Fetch | 4-17 |", "| 18 | ApiVersions | 0-4 |"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+}

@@ -1,0 +1,19 @@
+// Package matrix is the client compatibility matrix (issue 6): the same
+// scenario catalogue run through every selected Kafka client against every
+// selected target (an embedded Cascade, Apache Kafka provisioned by
+// matrix/apachekafka, or an external cluster), producing a report of cells
+// and a history of every data-path command.
+//
+// The package owns the targets (target.go), the runner and cell model
+// (matrix.go), the scenarios (scenario_*.go), the reports (report.go) and
+// the history recorder (history.go). Client libraries sit behind
+// matrix/driver; each in-process Go driver is a subpackage that registers
+// itself, and out-of-process drivers speak the JSON protocol documented in
+// matrix/README.md.
+//
+// `go test ./matrix/...` runs it; MATRIX_TARGETS, MATRIX_CLIENTS and
+// MATRIX_REPORT_DIR select targets, clients and where the report goes. The
+// test fails when a cell fails on Apache Kafka (the scenario or driver is
+// wrong) or when a cell that passes on Apache Kafka fails on another
+// target (that target is incompatible).
+package matrix

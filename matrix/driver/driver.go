@@ -1,0 +1,359 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Driver is one Kafka client library behind a common set of operations.
+// A Driver is bound to one bootstrap address; its methods may be called from
+// one goroutine at a time. Every method maps one-to-one onto a command of the
+// line-delimited JSON protocol in matrix/README.md, so an out-of-process
+// driver (Python, Java) implements exactly the same contract.
+//
+// Kafka errors are returned as *Error with the Kafka error name, so that
+// scenarios compare clients by Kafka's vocabulary rather than each
+// library's. An operation the library lacks returns an error wrapping
+// ErrUnsupported.
+type Driver interface {
+	// Client returns the fixed client id used in reports, such as "franz-go".
+	Client() string
+	// Info describes the library version and its defaults.
+	Info() Info
+
+	CreateTopic(ctx context.Context, req CreateTopic) error
+	DeleteTopic(ctx context.Context, topic string) error
+	DescribeTopic(ctx context.Context, topic string) (TopicInfo, error)
+	CreatePartitions(ctx context.Context, topic string, total int32) error
+	DescribeConfigs(ctx context.Context, topic string) (map[string]string, error)
+	AlterConfigs(ctx context.Context, req AlterConfigs) error
+
+	Produce(ctx context.Context, req Produce) (ProduceResult, error)
+	Consume(ctx context.Context, req Consume) (ConsumeResult, error)
+	ListOffsets(ctx context.Context, req ListOffsets) (ListOffsetsResult, error)
+	DeleteRecords(ctx context.Context, req DeleteRecords) (int64, error)
+
+	// GroupConsume joins a consumer group, consumes, optionally commits
+	// what it returned, and leaves (a static member just closes).
+	GroupConsume(ctx context.Context, req GroupConsume) (GroupConsumeResult, error)
+	// FetchCommitted returns a group's committed offset for a partition,
+	// or -1 when it has none.
+	FetchCommitted(ctx context.Context, req FetchCommitted) (int64, error)
+	// DeleteGroup deletes an empty consumer group.
+	DeleteGroup(ctx context.Context, group string) error
+
+	// Close releases connections and, for process drivers, the process.
+	Close() error
+}
+
+// Info describes a driver.
+type Info struct {
+	Library string `json:"library"` // e.g. "github.com/twmb/franz-go v1.22.3"
+	// Partitioner names the library's default partitioner for keyed
+	// records, e.g. "murmur2" (the Java client's), "fnv1a" (sarama's) or
+	// "consistent_random" (librdkafka's crc32-based default).
+	Partitioner string `json:"partitioner"`
+}
+
+// Opener starts a driver connected to bootstrap (host:port, comma list).
+type Opener func(ctx context.Context, bootstrap string) (Driver, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Opener{}
+)
+
+// Register makes a driver available under a client id. It panics on a
+// duplicate id, which is a programming error found at init.
+func Register(client string, open Opener) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[client]; dup {
+		panic("driver: duplicate registration of " + client)
+	}
+	registry[client] = open
+}
+
+// Lookup returns the opener registered for client.
+func Lookup(client string) (Opener, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	o, ok := registry[client]
+	return o, ok
+}
+
+// Clients returns the registered client ids, sorted.
+func Clients() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	ids := make([]string, 0, len(registry))
+	for id := range registry {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// ErrUnsupported marks an operation or option the client library lacks.
+var ErrUnsupported = errors.New("unsupported by this client")
+
+// Unsupported returns an error wrapping ErrUnsupported with a reason.
+func Unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+}
+
+// Error is a Kafka error as a driver saw it. Code is Kafka's error name
+// (as in org.apache.kafka.common.protocol.Errors, e.g.
+// "TOPIC_ALREADY_EXISTS"), or a client-local name prefixed "CLIENT_" when
+// the library failed before a broker answered (e.g.
+// "CLIENT_RECORD_TOO_LARGE").
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Code returns the Kafka error name carried by err, or "" when err carries
+// none.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Codecs lists the compression codecs, by Kafka's compression.type names.
+var Codecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// CreateTopic is the create_topic command.
+type CreateTopic struct {
+	Topic             string            `json:"topic"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// TopicInfo is the describe_topic result.
+type TopicInfo struct {
+	Topic      string `json:"topic"`
+	Partitions int32  `json:"partitions"`
+}
+
+// AlterConfigs is the alter_configs command: incremental SET and DELETE
+// operations on a topic's configs (IncrementalAlterConfigs, KIP-339).
+type AlterConfigs struct {
+	Topic  string            `json:"topic"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
+// Header is a record header; a nil Value is a null header value.
+type Header struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
+}
+
+// Record is a record to produce or one consumed. Nil Key or Value means
+// null; an empty non-nil slice means empty. In JSON, bytes are base64 and
+// null is null.
+type Record struct {
+	Partition   int32    `json:"partition"` // -1: the client's partitioner chooses
+	Key         []byte   `json:"key"`
+	Value       []byte   `json:"value"`
+	Headers     []Header `json:"headers,omitempty"`
+	TimestampMs int64    `json:"timestamp_ms,omitempty"` // 0: the client's clock
+	Offset      int64    `json:"offset"`                 // consumed records only
+}
+
+// Produce is the produce command. Records are sent in order by one producer
+// instance created for the command with the given settings.
+type Produce struct {
+	Topic   string   `json:"topic"`
+	Records []Record `json:"records"`
+	// Codec is a compression.type name; "" means none.
+	Codec string `json:"codec,omitempty"`
+	// Acks is 0, 1 or -1 (all).
+	Acks int `json:"acks"`
+	// Idempotent enables the idempotent producer (KIP-98); it needs acks=-1.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// MaxInFlight bounds in-flight requests per broker; 0 means the
+	// client's default.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// LingerMs lets records batch together; 0 means the client's default.
+	LingerMs int `json:"linger_ms,omitempty"`
+	// TransactionalID, when set, wraps the records in one transaction,
+	// committed after every record was acknowledged, aborted when one
+	// failed or when TxnAbort is set.
+	TransactionalID string `json:"transactional_id,omitempty"`
+	// TxnAbort ends the transaction with an abort instead of a commit.
+	TxnAbort bool `json:"txn_abort,omitempty"`
+}
+
+// Delivery is the outcome of one produced record, in request order.
+type Delivery struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"` // -1 when unknown (acks=0) or failed
+	Error     *Error `json:"error,omitempty"`
+}
+
+// ProduceResult is the produce result.
+type ProduceResult struct {
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// Consume is the consume command: read one partition by assignment (no
+// group) from an offset until Count records were read or TimeoutMs passed.
+type Consume struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// From is an offset, or -2 for earliest, -1 for latest.
+	From      int64  `json:"from"`
+	Count     int    `json:"count"`
+	TimeoutMs int    `json:"timeout_ms"`
+	Isolation string `json:"isolation,omitempty"` // "read_uncommitted" (default) or "read_committed"
+	// Reset is auto.offset.reset for an out-of-range From: "none" (the
+	// default: the error is returned), "earliest" or "latest".
+	Reset string `json:"reset,omitempty"`
+}
+
+// ConsumeResult is the consume result. Error is set when the fetch
+// failed with a Kafka error (e.g. OFFSET_OUT_OF_RANGE) instead of timing out.
+type ConsumeResult struct {
+	Records       []Record `json:"records"`
+	HighWatermark int64    `json:"high_watermark"` // -1 when the client does not expose it
+	Error         *Error   `json:"error,omitempty"`
+}
+
+// ListOffsets is the list_offsets command. Kind is "earliest", "latest" or
+// "timestamp" (the first offset whose timestamp is >= TimestampMs).
+type ListOffsets struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Kind        string `json:"kind"`
+	TimestampMs int64  `json:"timestamp_ms,omitempty"`
+}
+
+// ListOffsetsResult is the list_offsets result; Offset is -1 when no record
+// matches a timestamp.
+type ListOffsetsResult struct {
+	Offset int64 `json:"offset"`
+}
+
+// DeleteRecords is the delete_records command: delete records of one
+// partition below Before. The result is the new low watermark.
+type DeleteRecords struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Before    int64  `json:"before"`
+}
+
+// ModuleVersion returns the version of a Go module linked into this binary.
+// Test binaries carry no module list, so it falls back to the go.mod found
+// by walking up from the working directory, and to "(unknown)".
+func ModuleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == path {
+				if m.Replace != nil {
+					return m.Replace.Version
+				}
+				return m.Version
+			}
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "(unknown)"
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+				if len(f) >= 2 && f[0] == path {
+					return f[1]
+				}
+			}
+			return "(unknown)"
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "(unknown)"
+		}
+		dir = parent
+	}
+}
+
+// GroupConsume is the group_consume command: one member joins Group,
+// subscribes to Topic, reads until Count records or TimeoutMs, commits the
+// offsets after the records it returned when Commit is set, and leaves.
+type GroupConsume struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Count     int    `json:"count"`
+	TimeoutMs int    `json:"timeout_ms"`
+	// Protocol is "classic" (the default; JoinGroup/SyncGroup) or
+	// "consumer" (KIP-848, ConsumerGroupHeartbeat).
+	Protocol string `json:"protocol,omitempty"`
+	// Assignor is a classic client-side assignor: "range", "roundrobin",
+	// "sticky" or "cooperative-sticky"; empty means the client's default.
+	Assignor string `json:"assignor,omitempty"`
+	// InstanceID enables static membership (KIP-345).
+	InstanceID string `json:"instance_id,omitempty"`
+	Commit     bool   `json:"commit,omitempty"`
+}
+
+// GroupConsumeResult is the group_consume result: the records returned, in
+// the order the client delivered them, and the committed offsets (the next
+// offset per partition) when the command committed.
+type GroupConsumeResult struct {
+	Records   []Record          `json:"records"`
+	Committed []PartitionOffset `json:"committed,omitempty"`
+}
+
+// PartitionOffset is an offset of one partition.
+type PartitionOffset struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// FetchCommitted is the fetch_committed command.
+type FetchCommitted struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// NextOffsets returns, per partition, the offset after the last of recs:
+// what a consumer commits after processing them.
+func NextOffsets(recs []Record) []PartitionOffset {
+	next := map[int32]int64{}
+	var order []int32
+	for _, r := range recs {
+		if _, ok := next[r.Partition]; !ok {
+			order = append(order, r.Partition)
+		}
+		if r.Offset+1 > next[r.Partition] {
+			next[r.Partition] = r.Offset + 1
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	out := make([]PartitionOffset, 0, len(order))
+	for _, p := range order {
+		out = append(out, PartitionOffset{Partition: p, Offset: next[p]})
+	}
+	return out
+}

@@ -1,0 +1,245 @@
+package matrix
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cascade-kafka/cascade/matrix/driver"
+)
+
+// Cell statuses.
+const (
+	StatusPass        = "pass"
+	StatusFail        = "fail"
+	StatusUnsupported = "unsupported"
+)
+
+// Cell is one result: a scenario run by a client (and, for cross-client
+// scenarios, read back by a peer client).
+type Cell struct {
+	Scenario   string `json:"scenario"`
+	Client     string `json:"client"`
+	Peer       string `json:"peer,omitempty"`
+	Status     string `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+}
+
+// Key identifies a cell across targets.
+func (c Cell) Key() string { return c.Scenario + "|" + c.Client + "|" + c.Peer }
+
+// Scenario is one entry of the catalogue in issue 6. Exactly one of Run
+// and Pair is set: Run is a cell per client, Pair a cell per (producer,
+// consumer) pair of clients.
+type Scenario struct {
+	// ID is stable and sorts in catalogue order, e.g. "2.codec/zstd".
+	ID string
+	// Title is a short human description for reports.
+	Title string
+	// Run executes the scenario with one client and returns a detail line
+	// for the report (kept for passing cells too).
+	Run func(ctx context.Context, e *Env, d driver.Driver) (string, error)
+	// Pair executes a cross-client scenario: prod writes, cons reads.
+	Pair func(ctx context.Context, e *Env, prod, cons driver.Driver) (string, error)
+	// Timeout bounds one cell; zero means 30 seconds.
+	Timeout time.Duration
+}
+
+// Env is what scenarios share within one target run.
+type Env struct {
+	// Target is the target name, e.g. "apache-kafka".
+	Target string
+	// Bootstrap is the target's address.
+	Bootstrap string
+
+	runID string
+	mu    sync.Mutex
+	seq   int
+	memo  map[string]any
+}
+
+// NewEnv returns an Env for one target run.
+func NewEnv(target, bootstrap string) *Env {
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms.
+	return &Env{Target: target, Bootstrap: bootstrap, runID: hex.EncodeToString(b[:]), memo: map[string]any{}}
+}
+
+// Topic returns a fresh topic name for this run, so cells never share
+// topics by accident, even on an external cluster used before.
+func (e *Env) Topic(prefix string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	r := strings.NewReplacer("/", "-", "=", "-", " ", "-")
+	return fmt.Sprintf("m-%s-%s-%d", r.Replace(prefix), e.runID, e.seq)
+}
+
+// Memo returns the value stored under key, computing it with f on first
+// use. Cross-client scenarios use it to produce a data set once per
+// producer and read it with every consumer. An error is memoised too.
+func (e *Env) Memo(key string, f func() (any, error)) (any, error) {
+	type result struct {
+		v   any
+		err error
+	}
+	e.mu.Lock()
+	if r, ok := e.memo[key]; ok {
+		e.mu.Unlock()
+		res := r.(result)
+		return res.v, res.err
+	}
+	e.mu.Unlock()
+	v, err := f()
+	e.mu.Lock()
+	e.memo[key] = result{v, err}
+	e.mu.Unlock()
+	return v, err
+}
+
+// Run executes scenarios for clients against one target instance and
+// returns the cells in a stable order and each opened client's library
+// description. Progress lines go to progress.
+// Drivers are opened once per client and shared by that client's cells;
+// a client whose driver cannot start fails all its cells with the reason.
+func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h *History, progress io.Writer) ([]Cell, map[string]string) {
+	drivers := map[string]driver.Driver{}
+	infos := map[string]string{}
+	openErr := map[string]error{}
+	for i, c := range clients {
+		open, ok := driver.Lookup(c)
+		if !ok {
+			openErr[c] = fmt.Errorf("no driver registered for client %q (registered: %s)", c, strings.Join(driver.Clients(), ", "))
+			continue
+		}
+		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		d, err := open(octx, e.Bootstrap)
+		cancel()
+		if err != nil {
+			openErr[c] = err
+			continue
+		}
+		defer d.Close()
+		info := d.Info()
+		infos[c] = fmt.Sprintf("%s (default partitioner %s)", info.Library, info.Partitioner)
+		drivers[c] = Record(d, h, fmt.Sprintf("%s@%s-%d", c, e.Target, i))
+	}
+
+	total := 0
+	for _, s := range scenarios {
+		if s.Pair != nil {
+			total += len(clients) * len(clients)
+		} else {
+			total += len(clients)
+		}
+	}
+	var cells []Cell
+	n := 0
+	runCell := func(s Scenario, client, peer string, f func(context.Context) (string, error)) {
+		n++
+		cell := Cell{Scenario: s.ID, Client: client, Peer: peer}
+		start := time.Now()
+		if err := openErr[client]; err != nil {
+			cell.Status, cell.Detail = StatusFail, "driver did not start: "+err.Error()
+		} else if err := openErr[peer]; peer != "" && err != nil {
+			cell.Status, cell.Detail = StatusFail, "peer driver did not start: "+err.Error()
+		} else {
+			timeout := s.Timeout
+			if timeout == 0 {
+				timeout = 30 * time.Second
+			}
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			detail, err := safeRun(cctx, f)
+			cancel()
+			cell.Detail = detail
+			switch {
+			case errors.Is(err, driver.ErrUnsupported):
+				cell.Status, cell.Detail = StatusUnsupported, err.Error()
+			case err != nil:
+				cell.Status = StatusFail
+				cell.Detail = joinDetail(err.Error(), detail)
+			default:
+				cell.Status = StatusPass
+			}
+		}
+		cell.DurationMs = time.Since(start).Milliseconds()
+		cells = append(cells, cell)
+		if progress != nil {
+			who := client
+			if peer != "" {
+				who += " -> " + peer
+			}
+			line := fmt.Sprintf("[%s %d/%d] %-28s %-42s %-11s %5dms", e.Target, n, total, s.ID, who, cell.Status, cell.DurationMs)
+			if cell.Status != StatusPass && cell.Detail != "" {
+				line += "  " + firstLine(cell.Detail, 160)
+			}
+			fmt.Fprintln(progress, line)
+		}
+	}
+	for _, s := range scenarios {
+		s := s
+		for _, c := range clients {
+			if s.Pair == nil {
+				d := drivers[c]
+				runCell(s, c, "", func(ctx context.Context) (string, error) { return s.Run(ctx, e, d) })
+				continue
+			}
+			for _, p := range clients {
+				prod, cons := drivers[c], drivers[p]
+				runCell(s, c, p, func(ctx context.Context) (string, error) { return s.Pair(ctx, e, prod, cons) })
+			}
+		}
+	}
+	SortCells(cells)
+	return cells, infos
+}
+
+// safeRun turns a panic inside a scenario or driver into a failed cell, so
+// one bad client cannot stop the whole matrix.
+func safeRun(ctx context.Context, f func(context.Context) (string, error)) (detail string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f(ctx)
+}
+
+func joinDetail(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + " (" + b + ")"
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// SortCells orders cells by scenario, client and peer.
+func SortCells(cells []Cell) {
+	sort.SliceStable(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Client != b.Client {
+			return a.Client < b.Client
+		}
+		return a.Peer < b.Peer
+	})
+}

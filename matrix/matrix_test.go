@@ -1,0 +1,149 @@
+package matrix_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cascade-kafka/cascade/linearizability"
+	"github.com/cascade-kafka/cascade/matrix"
+	_ "github.com/cascade-kafka/cascade/matrix/driver/all"
+)
+
+// reportDir is MATRIX_REPORT_DIR, else the test's artifact directory when
+// go test runs with -artifacts, else a fixed directory under the system
+// temp dir so the last report is easy to find.
+func reportDir(t *testing.T) string {
+	if d := os.Getenv("MATRIX_REPORT_DIR"); d != "" {
+		return d
+	}
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		return t.ArtifactDir()
+	}
+	return filepath.Join(os.TempDir(), "cascade-matrix-report")
+}
+
+// TestMatrix runs every selected client against every selected target. It
+// fails when a cell fails on Apache Kafka, or when a cell that passes on
+// Apache Kafka (or any cell, when Apache Kafka is not selected) fails on
+// another target.
+func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the compatibility matrix starts brokers; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	targets := matrix.SelectedTargets()
+	clients := matrix.SelectedClients(defaultClients())
+	dir := reportDir(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "matrix: targets %v, clients %v, report in %s\n", targets, clients, dir)
+	scenarios := matrix.Catalogue()
+
+	var reports []matrix.TargetReport
+	oracle := map[string]matrix.Cell{}
+	haveOracle := false
+	for _, target := range targets {
+		rep := matrix.TargetReport{Target: target, Cells: []matrix.Cell{}}
+		start := time.Now()
+		inst, err := matrix.StartTarget(ctx, t, target)
+		if err != nil {
+			rep.Error = err.Error()
+			rep.BrokerVersion = "(not started)"
+			reports = append(reports, rep)
+			t.Errorf("target %s: %v", target, err)
+			continue
+		}
+		rep.BrokerVersion = inst.Version()
+		fmt.Fprintf(os.Stderr, "matrix: %s (%s) at %s started in %v\n", target, inst.Version(), inst.Bootstrap(), time.Since(start).Round(time.Millisecond))
+		rep.History = target + ".history.jsonl"
+		h, err := matrix.NewHistory(filepath.Join(dir, rep.History))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := matrix.NewEnv(target, inst.Bootstrap())
+		rep.Cells, rep.Clients = matrix.Run(ctx, env, clients, scenarios, h, os.Stderr)
+		if err := h.Close(); err != nil {
+			t.Errorf("history %s: %v", rep.History, err)
+		}
+		checkHistory(t, target, filepath.Join(dir, rep.History))
+		if err := inst.Stop(); err != nil {
+			t.Errorf("stop %s: %v", target, err)
+		}
+		reports = append(reports, rep)
+
+		for _, c := range rep.Cells {
+			if target == matrix.TargetApacheKafka {
+				haveOracle = true
+				oracle[c.Key()] = c
+				if c.Status == matrix.StatusFail {
+					t.Errorf("%s: %s %s%s fails on Apache Kafka (the scenario or the driver is wrong): %s", target, c.Scenario, c.Client, peer(c), c.Detail)
+				}
+				continue
+			}
+			if c.Status != matrix.StatusFail {
+				continue
+			}
+			if o, ok := oracle[c.Key()]; ok && o.Status != matrix.StatusPass {
+				t.Logf("%s: %s %s%s fails here and on Apache Kafka (%s): %s", target, c.Scenario, c.Client, peer(c), o.Status, c.Detail)
+				continue
+			}
+			what := "passes on Apache Kafka"
+			if !haveOracle {
+				what = "no oracle selected"
+			}
+			t.Errorf("%s: %s %s%s fails (%s): %s", target, c.Scenario, c.Client, peer(c), what, c.Detail)
+		}
+	}
+	if err := matrix.WriteReports(dir, reports); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "matrix: report written to %s (index.html, <target>.json, <target>.md)\n", dir)
+	summary(reports)
+}
+
+// checkHistory runs the linearizability checkers over a target's history:
+// no acknowledged record lost, none duplicated, offsets consistent.
+func checkHistory(t *testing.T, target, path string) {
+	t.Helper()
+	ops, err := linearizability.ReadFile(path)
+	if err != nil {
+		t.Errorf("%s: history %s does not parse: %v", target, path, err)
+		return
+	}
+	rep, err := linearizability.Check(ops, linearizability.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Errorf("%s: history %s: %v", target, path, err)
+		return
+	}
+	if !rep.Valid() {
+		t.Errorf("%s: history %s has anomalies:\n%s", target, path, rep.Summary())
+		return
+	}
+	fmt.Fprintf(os.Stderr, "matrix: %s history: %d operations, no anomalies\n", target, rep.Ops)
+}
+
+func peer(c matrix.Cell) string {
+	if c.Peer == "" {
+		return ""
+	}
+	return " -> " + c.Peer
+}
+
+// summary prints one line per target with its counts.
+func summary(reports []matrix.TargetReport) {
+	for _, r := range reports {
+		n := map[string]int{}
+		for _, c := range r.Cells {
+			n[c.Status]++
+		}
+		fmt.Fprintf(os.Stderr, "matrix: %-13s %4d pass %4d fail %4d unsupported  %s\n", r.Target, n[matrix.StatusPass], n[matrix.StatusFail], n[matrix.StatusUnsupported], r.BrokerVersion)
+	}
+	fmt.Fprintf(os.Stderr, "matrix: %d differences from Apache Kafka\n", len(matrix.Differences(reports)))
+}

@@ -1,0 +1,124 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cascade-kafka/cascade/matrix/apachekafka"
+)
+
+// Target names.
+const (
+	TargetCascade     = "cascade"
+	TargetApacheKafka = "apache-kafka"
+	TargetExternal    = "external"
+)
+
+// Instance is a running broker (or cluster) a matrix run talks to.
+type Instance interface {
+	// Bootstrap returns the bootstrap address, host:port.
+	Bootstrap() string
+	// Version describes the broker, e.g. "Apache Kafka 4.4.0".
+	Version() string
+	// Stop shuts the broker down; for external clusters it does nothing.
+	Stop() error
+}
+
+// Starter starts a target's instance for one test run.
+type Starter func(ctx context.Context, t testing.TB) (Instance, error)
+
+// CascadeStarter starts an embedded Cascade broker with BrokerOverrides.
+// The matrix's test (cascade_test.go) sets it from broker/brokertest, so
+// that this package never imports the broker; when it is unset the cascade
+// target reports that it is unavailable.
+var CascadeStarter Starter
+
+// ErrTargetUnavailable reports a target that cannot run here.
+var ErrTargetUnavailable = errors.New("matrix: target unavailable")
+
+// StartTarget starts the named target.
+func StartTarget(ctx context.Context, t testing.TB, name string) (Instance, error) {
+	switch name {
+	case TargetCascade:
+		if CascadeStarter == nil {
+			return nil, fmt.Errorf("%w: cascade: no embedded broker is linked into this binary (matrix.CascadeStarter is set by the matrix tests from broker/brokertest); select other targets with MATRIX_TARGETS", ErrTargetUnavailable)
+		}
+		return CascadeStarter(ctx, t)
+	case TargetApacheKafka:
+		dist, err := apachekafka.Ensure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: BrokerOverrides})
+		if err != nil {
+			return nil, err
+		}
+		return akInstance{b}, nil
+	case TargetExternal:
+		addr := os.Getenv("MATRIX_BOOTSTRAP")
+		if addr == "" {
+			return nil, fmt.Errorf("%w: external: set MATRIX_BOOTSTRAP=host:port", ErrTargetUnavailable)
+		}
+		return externalInstance(addr), nil
+	default:
+		return nil, fmt.Errorf("%w: unknown target %q (known: %s, %s, %s)", ErrTargetUnavailable, name, TargetCascade, TargetApacheKafka, TargetExternal)
+	}
+}
+
+type akInstance struct{ b *apachekafka.Broker }
+
+func (a akInstance) Bootstrap() string { return a.b.Addr() }
+func (a akInstance) Version() string   { return "Apache Kafka " + a.b.Version() }
+func (a akInstance) Stop() error       { return a.b.Stop() }
+
+type externalInstance string
+
+func (e externalInstance) Bootstrap() string { return string(e) }
+func (e externalInstance) Version() string   { return "external cluster at " + string(e) }
+func (e externalInstance) Stop() error       { return nil }
+
+// SelectedTargets returns MATRIX_TARGETS as a list, with apache-kafka (the
+// oracle) first so that the other targets' cells can be judged against it.
+// The default is "apache-kafka,cascade", plus "external" when
+// MATRIX_BOOTSTRAP is set.
+func SelectedTargets() []string {
+	def := TargetApacheKafka + "," + TargetCascade
+	if os.Getenv("MATRIX_BOOTSTRAP") != "" {
+		def += "," + TargetExternal
+	}
+	ts := splitList(os.Getenv("MATRIX_TARGETS"), def)
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		if t == TargetApacheKafka {
+			out = append([]string{t}, out...)
+		} else {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// SelectedClients returns MATRIX_CLIENTS as a list, or def when unset.
+func SelectedClients(def []string) []string {
+	return splitList(os.Getenv("MATRIX_CLIENTS"), strings.Join(def, ","))
+}
+
+func splitList(s, def string) []string {
+	if strings.TrimSpace(s) == "" {
+		s = def
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

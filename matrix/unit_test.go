@@ -1,0 +1,318 @@
+package matrix
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cascade-kafka/cascade/matrix/driver"
+)
+
+func TestMurmur2KafkaVectors(t *testing.T) {
+	// Expected values from Kafka's UtilsTest.testMurmur2.
+	for _, tc := range []struct {
+		in   string
+		want int32
+	}{
+		{"21", -973932308},
+		{"foobar", -790332482},
+		{"a-little-bit-long-string", -985981536},
+		{"a-little-bit-longer-string", -1486304829},
+		{"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971},
+		{"abc", 479470107},
+	} {
+		if got := Murmur2([]byte(tc.in)); got != tc.want {
+			t.Errorf("Murmur2(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestJavaPartitionMatchesFranzGo(t *testing.T) {
+	// franz-go's key partitioner is documented as Kafka's; agreeing with
+	// it on many keys and partition counts guards JavaPartition.
+	p := kgo.StickyKeyPartitioner(nil).ForTopic("t")
+	for i := 0; i < 2000; i++ {
+		key := []byte(fmt.Sprintf("key-%d-%x", i, i*7919))
+		for _, n := range []int{1, 3, 12, 1000, math.MaxInt32} {
+			want := p.Partition(&kgo.Record{Key: key}, n)
+			if got := JavaPartition(key, int32(n)); int(got) != want {
+				t.Fatalf("JavaPartition(%q, %d) = %d, franz-go says %d", key, n, got, want)
+			}
+		}
+	}
+}
+
+func TestValueLenForBatch(t *testing.T) {
+	for _, size := range []int{100, 200, 1000, 65536, 1048588} {
+		v := valueLenForBatch(size)
+		if v < 0 {
+			t.Fatalf("no value length fills a %d-byte batch", size)
+		}
+		body := 5 + varintLen(int64(v)) + v
+		if got := 61 + varintLen(int64(body)) + body; got != size {
+			t.Errorf("size %d: value %d gives batch %d", size, v, got)
+		}
+	}
+	for _, tc := range []struct {
+		v    int64
+		want int
+	}{{0, 1}, {-1, 1}, {63, 1}, {64, 2}, {-65, 2}, {8191, 2}, {8192, 3}} {
+		if got := varintLen(tc.v); got != tc.want {
+			t.Errorf("varintLen(%d) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestCompareRecord(t *testing.T) {
+	base := driver.Record{Key: []byte("k"), Value: []byte{}, TimestampMs: 5,
+		Headers: []driver.Header{{Key: "h", Value: nil}}}
+	if err := compareRecord(base, base); err != nil {
+		t.Fatalf("identical records differ: %v", err)
+	}
+	for name, mut := range map[string]func(*driver.Record){
+		"empty value read as null": func(r *driver.Record) { r.Value = nil },
+		"key changed":              func(r *driver.Record) { r.Key = []byte("x") },
+		"timestamp":                func(r *driver.Record) { r.TimestampMs = 6 },
+		"null header read empty":   func(r *driver.Record) { r.Headers = []driver.Header{{Key: "h", Value: []byte{}}} },
+		"header lost":              func(r *driver.Record) { r.Headers = nil },
+	} {
+		got := base
+		mut(&got)
+		if err := compareRecord(base, got); err == nil {
+			t.Errorf("%s: not detected", name)
+		}
+	}
+}
+
+func TestSelectedTargets(t *testing.T) {
+	t.Setenv("MATRIX_BOOTSTRAP", "")
+	t.Setenv("MATRIX_TARGETS", "")
+	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "cascade"}) {
+		t.Errorf("default targets %v", got)
+	}
+	t.Setenv("MATRIX_TARGETS", " cascade, external ,apache-kafka,cascade")
+	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "cascade", "external"}) {
+		t.Errorf("targets %v: the oracle must come first, duplicates dropped", got)
+	}
+	t.Setenv("MATRIX_CLIENTS", "sarama")
+	if got := SelectedClients([]string{"a", "b"}); !reflect.DeepEqual(got, []string{"sarama"}) {
+		t.Errorf("clients %v", got)
+	}
+}
+
+func TestStartTargetErrors(t *testing.T) {
+	t.Setenv("MATRIX_BOOTSTRAP", "")
+	if _, err := StartTarget(context.Background(), t, "external"); !errors.Is(err, ErrTargetUnavailable) {
+		t.Errorf("external without MATRIX_BOOTSTRAP: %v", err)
+	}
+	if _, err := StartTarget(context.Background(), t, "nope"); !errors.Is(err, ErrTargetUnavailable) {
+		t.Errorf("unknown target: %v", err)
+	}
+	saved := CascadeStarter
+	CascadeStarter = nil
+	defer func() { CascadeStarter = saved }()
+	if _, err := StartTarget(context.Background(), t, "cascade"); !errors.Is(err, ErrTargetUnavailable) {
+		t.Errorf("cascade without a starter: %v", err)
+	}
+}
+
+func sampleReports() []TargetReport {
+	return []TargetReport{
+		{Target: TargetApacheKafka, BrokerVersion: "Apache Kafka 4.4.0", Cells: []Cell{
+			{Scenario: "1.admin", Client: "a", Status: StatusPass},
+			{Scenario: "3.cross", Client: "a", Peer: "b", Status: StatusPass},
+			{Scenario: "5.x", Client: "b", Status: StatusUnsupported, Detail: "no <x>"},
+		}},
+		{Target: TargetCascade, BrokerVersion: "Cascade", Cells: []Cell{
+			{Scenario: "1.admin", Client: "a", Status: StatusPass},
+			{Scenario: "3.cross", Client: "a", Peer: "b", Status: StatusFail, Detail: "offset 3: value <bad>"},
+			{Scenario: "5.x", Client: "b", Status: StatusUnsupported, Detail: "no <x>"},
+		}},
+	}
+}
+
+func TestDifferencesAndReports(t *testing.T) {
+	reps := sampleReports()
+	diffs := Differences(reps)
+	if len(diffs) != 1 || diffs[0].Scenario != "3.cross" || diffs[0].Target != TargetCascade ||
+		diffs[0].OracleStatus != StatusPass || diffs[0].TargetStatus != StatusFail {
+		t.Fatalf("differences %+v", diffs)
+	}
+	if d := Differences(reps[1:]); d != nil {
+		t.Errorf("differences without an oracle: %+v", d)
+	}
+	dir := t.TempDir()
+	if err := WriteReports(dir, reps); err != nil {
+		t.Fatal(err)
+	}
+	var back TargetReport
+	b, err := os.ReadFile(filepath.Join(dir, "cascade.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil || back.Target != "cascade" || len(back.Cells) != 3 {
+		t.Fatalf("cascade.json round trip: %v %+v", err, back)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "cascade.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Differences from Apache Kafka (1)", "| 3.cross → read by b |", "❌ fail", "offset 3: value <bad>"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("cascade.md lacks %q:\n%s", want, md)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Differences from Apache Kafka (1)", `class="cell fail diff"`, "value &lt;bad&gt;", "<th>apache-kafka</th><th>cascade</th>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "<bad>") {
+		t.Error("index.html does not escape details")
+	}
+}
+
+// fakeDriver answers data-path commands with canned results.
+type fakeDriver struct {
+	driver.Driver
+	produce driver.ProduceResult
+	err     error
+}
+
+func (f *fakeDriver) Info() driver.Info { return driver.Info{Library: "fake"} }
+func (f *fakeDriver) Close() error      { return nil }
+
+func (f *fakeDriver) Produce(context.Context, driver.Produce) (driver.ProduceResult, error) {
+	return f.produce, f.err
+}
+
+func (f *fakeDriver) Consume(context.Context, driver.Consume) (driver.ConsumeResult, error) {
+	return driver.ConsumeResult{HighWatermark: 2, Records: []driver.Record{{Offset: 0, Value: []byte("v0")}, {Offset: 1, Value: nil}}}, nil
+}
+
+func (f *fakeDriver) ListOffsets(context.Context, driver.ListOffsets) (driver.ListOffsetsResult, error) {
+	return driver.ListOffsetsResult{Offset: 2}, nil
+}
+
+func TestHistoryFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	h, err := NewHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeDriver{produce: driver.ProduceResult{Deliveries: []driver.Delivery{
+		{Partition: 0, Offset: 0},
+		{Partition: 0, Offset: -1, Error: &driver.Error{Code: "MESSAGE_TOO_LARGE"}},
+		{Partition: 0, Offset: -1},
+	}}}
+	d := Record(f, h, "c-1")
+	ctx := context.Background()
+	big := []byte(strings.Repeat("x", 300))
+	if _, err := d.Produce(ctx, driver.Produce{Topic: "t", Acks: -1, Records: []driver.Record{
+		{Value: []byte("v0")}, {Value: big}, {Value: []byte("v2")}, {Value: nil}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.err = context.DeadlineExceeded
+	if _, err := d.Produce(ctx, driver.Produce{Topic: "t", Records: []driver.Record{{Value: []byte("v3")}}}); err == nil {
+		t.Fatal("error not passed through")
+	}
+	if _, err := d.Consume(ctx, driver.Consume{Topic: "t", From: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ListOffsets(ctx, driver.ListOffsets{Topic: "t", Kind: "latest"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var ops []map[string]any
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		ops = append(ops, m)
+	}
+	want := []struct{ op, outcome, value string }{
+		{"produce", "ok", "v0"},
+		{"produce", "fail", "sha256:"},
+		{"produce", "unknown", "v2"}, // acks=0-like: no offset reported.
+		{"produce", "unknown", "v3"}, // Timed out: may have been applied.
+		{"fetch", "ok", ""},
+		{"list_offsets", "ok", ""},
+	}
+	if len(ops) != len(want) {
+		t.Fatalf("%d history lines, want %d: %v", len(ops), len(want), ops)
+	}
+	for i, w := range want {
+		o := ops[i]
+		if o["op"] != w.op || o["outcome"] != w.outcome || !strings.HasPrefix(fmt.Sprint(o["value"]), w.value) {
+			t.Errorf("line %d = %v, want op %s outcome %s value %s...", i, o, w.op, w.outcome, w.value)
+		}
+		if o["client"] != "c-1" || o["call_ns"].(float64) > o["return_ns"].(float64) {
+			t.Errorf("line %d: client or times wrong: %v", i, o)
+		}
+	}
+	if ops[0]["offset"] != float64(0) {
+		t.Errorf("acknowledged produce without offset: %v", ops[0])
+	}
+	recs := ops[4]["records"].([]any)
+	if len(recs) != 2 || recs[1].(map[string]any)["value"] != "null:t-0@1" || ops[4]["high_watermark"] != float64(2) || ops[4]["isolation"] != "read_uncommitted" {
+		t.Errorf("fetch line %v: want two records, the null one as a stand-in, high watermark 2", ops[4])
+	}
+	if ops[5]["kind"] != "latest" || ops[5]["offset"] != float64(2) {
+		t.Errorf("list_offsets line %v", ops[5])
+	}
+}
+
+func TestRunCellStatuses(t *testing.T) {
+	name := "fake-run-client"
+	driver.Register(name, func(context.Context, string) (driver.Driver, error) { return &fakeDriver{}, nil })
+	e := NewEnv("apache-kafka", "x")
+	scen := []Scenario{
+		{ID: "a", Run: func(context.Context, *Env, driver.Driver) (string, error) { return "fine", nil }},
+		{ID: "b", Run: func(context.Context, *Env, driver.Driver) (string, error) { return "", errors.New("boom") }},
+		{ID: "c", Run: func(context.Context, *Env, driver.Driver) (string, error) { return "", driver.Unsupported("lacks it") }},
+		{ID: "d", Run: func(context.Context, *Env, driver.Driver) (string, error) { panic("bad driver") }},
+		{ID: "e", Pair: func(_ context.Context, _ *Env, p, c driver.Driver) (string, error) { return "pair", nil }},
+	}
+	var progress strings.Builder
+	cells, _ := Run(context.Background(), e, []string{name, "missing-client"}, scen, nil, &progress)
+	status := map[string]string{}
+	for _, c := range cells {
+		status[c.Key()] = c.Status
+	}
+	want := map[string]string{
+		"a|" + name + "|": StatusPass, "b|" + name + "|": StatusFail, "c|" + name + "|": StatusUnsupported,
+		"d|" + name + "|": StatusFail, "e|" + name + "|" + name: StatusPass,
+		"a|missing-client|": StatusFail, "e|" + name + "|missing-client": StatusFail,
+	}
+	for k, w := range want {
+		if status[k] != w {
+			t.Errorf("cell %s = %q, want %q", k, status[k], w)
+		}
+	}
+	if !strings.Contains(progress.String(), "[apache-kafka 1/") {
+		t.Errorf("no progress lines: %q", progress.String())
+	}
+}
