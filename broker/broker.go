@@ -152,16 +152,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{
 		AbortInterval: bc.TransactionAbortInterval, IDExpiration: bc.TransactionalIDExpiration})
-	if err := b.txn.Start(); err != nil {
-		b.logger.Error("loading transaction state", "err", err)
-	}
 	env.Txn = b.txn
 	b.groups = handler.NewGroupCoordinator(env, handler.GroupConfig(env))
 	if err := b.groups.Start(); err != nil {
 		b.logger.Error("loading group metadata", "err", err)
 	}
 	env.Groups = b.groups
-	handler.LinkTxnGroups(b.txn, b.groups)
+	// After the group coordinator, which listens for the markers that
+	// transactions left prepared before a restart are completed with.
+	if err := b.txn.Start(); err != nil {
+		b.logger.Error("loading transaction state", "err", err)
+	}
 	b.env = env
 	b.srv = &wire.Server{
 		Dispatcher:      env,

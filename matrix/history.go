@@ -283,3 +283,61 @@ func (r *recorded) ListOffsets(ctx context.Context, req driver.ListOffsets) (dri
 	}
 	return res, err
 }
+
+func (r *recorded) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver.GroupConsumeResult, error) {
+	if skipHistory(ctx) {
+		return r.Driver.GroupConsume(ctx, req)
+	}
+	call := r.h.now()
+	res, err := r.Driver.GroupConsume(ctx, req)
+	ret := r.h.now()
+	// One fetch line per partition, from the first offset the member read
+	// there (the committed offset it resumed from is not observable).
+	byPart := map[int32]*Op{}
+	var order []int32
+	for _, rec := range res.Records {
+		op, ok := byPart[rec.Partition]
+		if !ok {
+			op = &Op{Client: r.name, Op: "fetch", Topic: req.Topic, Partition: rec.Partition, CallNs: call, ReturnNs: ret,
+				From: i64(rec.Offset), Isolation: "read_uncommitted", Outcome: "ok"}
+			byPart[rec.Partition] = op
+			order = append(order, rec.Partition)
+		}
+		v := historyValue(rec.Value)
+		if len(rec.Value) == 0 {
+			v = standIn(req.Topic, rec.Partition, rec.Offset, rec.Value)
+		}
+		op.Records = append(op.Records, OpRecord{Offset: rec.Offset, Value: v})
+	}
+	ops := make([]Op, 0, len(order)+len(res.Committed))
+	for _, p := range order {
+		ops = append(ops, *byPart[p])
+	}
+	if req.Commit {
+		commits := res.Committed
+		if err != nil {
+			commits = driver.NextOffsets(res.Records) // May or may not have been committed.
+		}
+		for _, c := range commits {
+			ops = append(ops, Op{Client: r.name, Op: "commit", Group: req.Group, Topic: req.Topic, Partition: c.Partition,
+				Offset: i64(c.Offset), CallNs: call, ReturnNs: ret, Outcome: outcome(err)})
+		}
+	}
+	r.h.write(ops...)
+	return res, err
+}
+
+func (r *recorded) FetchCommitted(ctx context.Context, req driver.FetchCommitted) (int64, error) {
+	if skipHistory(ctx) {
+		return r.Driver.FetchCommitted(ctx, req)
+	}
+	call := r.h.now()
+	off, err := r.Driver.FetchCommitted(ctx, req)
+	op := Op{Client: r.name, Op: "fetch_committed", Group: req.Group, Topic: req.Topic, Partition: req.Partition,
+		CallNs: call, ReturnNs: r.h.now(), Outcome: outcome(err)}
+	if err == nil {
+		op.Offset = i64(off)
+	}
+	r.h.write(op)
+	return off, err
+}

@@ -188,9 +188,9 @@ var errorsScenario = Scenario{
 	Timeout: 60 * time.Second,
 }
 
-// Catalogue returns the scenarios in catalogue order. Consumer groups (7)
-// and the rest of transactions (8: consume-transform-produce, fencing)
-// follow.
+// Catalogue returns the scenarios in catalogue order. Still to come: group
+// members joining, leaving and crashing while others consume (7), and
+// consume-transform-produce and fencing (8).
 func Catalogue() []Scenario {
 	s := []Scenario{adminScenario}
 	for _, c := range driver.Codecs {
@@ -202,7 +202,9 @@ func Catalogue() []Scenario {
 		acksScenario("acks=all", driver.Produce{Acks: -1}),
 		acksScenario("idempotent", driver.Produce{Acks: -1, Idempotent: true}),
 		acksScenario("idempotent-5-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 5, LingerMs: 1}),
-		listOffsetsScenario, deleteRecordsScenario, transactionsScenario, errorsScenario)
+		listOffsetsScenario, deleteRecordsScenario)
+	s = append(s, groupScenarios()...)
+	s = append(s, transactionsScenario, errorsScenario, unknownGroupScenario)
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/log"
@@ -47,11 +48,12 @@ type TxnCoordinator struct {
 	env *Env
 	cfg TxnCoordinatorConfig
 
-	calls chan func()
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup // marker writers
+	calls   chan func()
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	started atomic.Bool
+	wg      sync.WaitGroup // marker writers
 
 	// gates orders transactional appends before markers: a produce holds
 	// its producer's gate shared from verification to append, a marker
@@ -100,6 +102,7 @@ func (c *TxnCoordinator) Start() error {
 	if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); ok {
 		err = c.load(false)
 	}
+	c.started.Store(true)
 	go c.run()
 	return err
 }
@@ -108,7 +111,9 @@ func (c *TxnCoordinator) Start() error {
 // completed by the next start, from __transaction_state.
 func (c *TxnCoordinator) Close() {
 	c.once.Do(func() { close(c.stop) })
-	<-c.done
+	if c.started.Load() {
+		<-c.done
+	}
 	c.wg.Wait()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/broker/brokertest"
 	"github.com/cascade-kafka/cascade/broker/record"
+	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
 // rawTxn drives the transaction APIs request by request at chosen
@@ -307,4 +308,47 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTxnRestartCompletesPrepared restarts the broker with a transaction
+// logged in PrepareCommit whose markers were never written: the loaded
+// coordinator writes them, as Kafka's loadTransactionsForTxnTopicPartition.
+func TestTxnRestartCompletesPrepared(t *testing.T) {
+	b := brokertest.Start(t)
+	createTopic(t, b, "t", 1)
+	r := newRawTxn(t, b)
+	ip := r.init("prep", 4, 60000)
+	if ip.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
+	}
+	pid := ip.ProducerID
+	if codes := r.add(3, "prep", pid, 0, "t", 0); codes[0] != 0 {
+		t.Fatalf("add: %v", codes)
+	}
+	if code := r.produce("prep", pid, 0, 0, "t", 0, "p1", "p2"); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	// Log the commit decision as the coordinator would, but write no
+	// markers: the broker "crashed" between the two.
+	v, err := txn.EncodeValue(txn.Value{ProducerID: pid, ProducerEpoch: 0, TimeoutMs: 60000, State: txn.PrepareCommit,
+		Partitions: []txn.TopicPartition{{Topic: "t", Partition: 0}}, PreviousProducerID: -1, NextProducerID: -1,
+		NextProducerEpoch: -1, LastUpdateMs: time.Now().UnixMilli(), StartMs: time.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := b.Client(t, kgo.ClientID("__admin_client"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	rec := &kgo.Record{Topic: "__transaction_state", Partition: txn.PartitionFor("prep", 50), Key: txn.EncodeKey("prep"), Value: v}
+	if err := admin.ProduceSync(txnCtx(t), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if lso, _ := r.fetch("t"); lso != 0 {
+		t.Fatalf("LSO before restart = %d", lso)
+	}
+	b.Restart(t)
+	r = newRawTxn(t, b)
+	waitFor(t, func() bool { lso, _ := r.fetch("t"); return lso == 3 })
+	if got := consumeFor(t, b, "t", true, time.Second); !equal(got, []string{"p1", "p2"}) {
+		t.Errorf("read_committed after restart: %v", got)
+	}
+	waitFor(t, func() bool { return describe(t, b, "prep").State == "CompleteCommit" })
 }

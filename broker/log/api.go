@@ -50,6 +50,12 @@ type Config struct {
 	MinCleanableDirtyRatio float64       // min.cleanable.dirty.ratio
 	TimestampType          TimestampType // message.timestamp.type
 	MaxMessageBytes        int           // max.message.bytes (largest record batch)
+	// message.timestamp.before.max.ms and message.timestamp.after.max.ms:
+	// how far a CreateTime timestamp may lag or lead the broker's clock.
+	// Zero means Kafka's default (unlimited before, one hour after);
+	// math.MaxInt64 means unlimited.
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
 }
 
 // Errors returned by Append. The handler edge maps them to Kafka codes.

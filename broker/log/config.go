@@ -25,6 +25,8 @@ func DefaultConfig() Config {
 		MinCleanableDirtyRatio: 0.5,
 		TimestampType:          CreateTime,
 		MaxMessageBytes:        1048588,
+		TimestampBeforeMax:     math.MaxInt64,
+		TimestampAfterMax:      time.Hour,
 	}
 }
 
@@ -55,6 +57,12 @@ func (c Config) normalize() Config {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.TimestampBeforeMax <= 0 {
+		c.TimestampBeforeMax = d.TimestampBeforeMax
+	}
+	if c.TimestampAfterMax <= 0 {
+		c.TimestampAfterMax = d.TimestampAfterMax
 	}
 	return c
 }

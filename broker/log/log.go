@@ -197,6 +197,11 @@ func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error)
 				return info, err
 			}
 		}
+		if cfg.TimestampType == CreateTime && !b.Control() {
+			if err := l.checkTimestamps(b, cfg, sp); err != nil {
+				return info, err
+			}
+		}
 		info.batches++
 		info.records += int(b.RecordCount())
 		info.offsetDelta += int64(b.LastOffsetDelta()) + 1
@@ -215,6 +220,32 @@ func requireKeys(b record.Batch, limit int, sp *[]byte) error {
 	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		if r.Key == nil {
 			return fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)
+		}
+	}
+	return nil
+}
+
+// checkTimestamps applies message.timestamp.after.max.ms and
+// before.max.ms to CreateTime records (LogValidator.validateTimestamp). The
+// upper bound is checked against the batch's max timestamp; the lower bound,
+// which is unlimited by default, needs every record's timestamp.
+func (l *Log) checkTimestamps(b record.Batch, cfg *Config, sp *[]byte) error {
+	const unlimited = time.Duration(math.MaxInt64) / 2
+	now := l.opts.Clock().UnixMilli()
+	after, before := cfg.TimestampAfterMax.Milliseconds(), cfg.TimestampBeforeMax.Milliseconds()
+	if ts := b.MaxTimestamp(); ts != record.NoTimestamp && cfg.TimestampAfterMax < unlimited && ts > now+after {
+		return fmt.Errorf("%w: timestamp %d is more than %d ms after the broker's time %d", ErrInvalidTimestamp, ts, after, now)
+	}
+	if cfg.TimestampBeforeMax >= unlimited {
+		return nil
+	}
+	it, err := b.Records(l.opts.MaxDecompressedBytes, (*sp)[:0])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+	}
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
+		if ts := b.BaseTimestamp() + r.TimestampDelta; ts != record.NoTimestamp && ts < now-before {
+			return fmt.Errorf("%w: timestamp %d is more than %d ms before the broker's time %d", ErrInvalidTimestamp, ts, before, now)
 		}
 	}
 	return nil

@@ -272,3 +272,30 @@ func TestAppendZeroAllocs(t *testing.T) {
 		t.Fatalf("%.2f allocations per append", allocs)
 	}
 }
+
+func TestTimestampBounds(t *testing.T) {
+	c := newFakeClock()
+	cfg := smallConfig()
+	m, l := openTest(t, t.TempDir(), c, cfg)
+	defer m.Close()
+	now := c.Now().UnixMilli()
+	if _, err := l.Append(batch(t, 1, "f", now+2*time.Hour.Milliseconds()), 0); !errors.Is(err, ErrInvalidTimestamp) {
+		t.Fatalf("two hours ahead with the default one-hour bound: %v", err)
+	}
+	if _, err := l.Append(batch(t, 1, "f", now+time.Minute.Milliseconds()), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(batch(t, 1, "old", 5), 0); err != nil {
+		t.Fatalf("old timestamps are unlimited by default: %v", err)
+	}
+	cfg.TimestampBeforeMax = time.Hour
+	l.SetConfig(cfg)
+	if _, err := l.Append(batch(t, 1, "old", 5), 0); !errors.Is(err, ErrInvalidTimestamp) {
+		t.Fatalf("before bound: %v", err)
+	}
+	cfg.TimestampType = LogAppendTime
+	l.SetConfig(cfg)
+	if _, err := l.Append(batch(t, 1, "old", 5), 0); err != nil {
+		t.Fatalf("LogAppendTime topics ignore the bounds: %v", err)
+	}
+}

@@ -74,4 +74,41 @@ func TestConfluentTransactions(t *testing.T) {
 	if got := franzRead(t, b, "c", false, time.Second); len(got) != 6 {
 		t.Errorf("franz-go read_uncommitted: %v", got)
 	}
+	if got := confluentRead(t, b, "c", true, 2*time.Second); !same(got, want) {
+		t.Errorf("librdkafka read_committed: %v, want %v", got, want)
+	}
+	if got := confluentRead(t, b, "c", false, 2*time.Second); len(got) != 6 {
+		t.Errorf("librdkafka read_uncommitted: %v", got)
+	}
+}
+
+// confluentRead reads partition 0 of topic from the start for d with an
+// assigned (group-less) librdkafka consumer, which filters aborted
+// transactions itself from the fetch response's aborted list.
+func confluentRead(t *testing.T, b *brokertest.Broker, topic string, committed bool, d time.Duration) []string {
+	t.Helper()
+	iso := "read_uncommitted"
+	if committed {
+		iso = "read_committed"
+	}
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": b.Addr(), "group.id": "confluent-reader",
+		"isolation.level": iso, "enable.auto.commit": false, "broker.address.family": "v4", "log_level": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		switch e := c.Poll(100).(type) {
+		case *kafka.Message:
+			got = append(got, string(e.Value))
+		case kafka.Error:
+			t.Errorf("librdkafka consume: %v", e)
+		}
+	}
+	return got
 }

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// driver runs one producer or one consumer with a particular client
+// library. Both methods must return once ctx ends.
+type driver interface {
+	produce(ctx context.Context, job *produceJob) error
+	consume(ctx context.Context, job *consumeJob) error
+}
+
+func driverFor(client string) (driver, error) {
+	switch client {
+	case ClientFranzGo:
+		return franzDriver{}, nil
+	case ClientConfluent:
+		return confluentDriver{}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown client %q", errWorkload, client)
+}
+
+// produceJob is one producer's share: record ids first..first+count-1.
+type produceJob struct {
+	addr, topic string
+	w           Workload
+	first       int64
+	count       int64
+	// rate is this producer's offered records/s; 0 means as fast as the
+	// client accepts.
+	rate float64
+	lat  *latencies
+	// offered counts sends handed to the client, acked successful
+	// acknowledgements, failed failed ones.
+	offered, acked, failed *atomic.Int64
+	errs                   *firstError
+	// skip is a record id that is counted as sent but never sent: the
+	// planted loss that tests use to prove verification catches one.
+	skip int64
+}
+
+// consumeJob is one consumer's share: the partitions in ends, each read
+// from offset 0 up to (excluding) its end offset.
+type consumeJob struct {
+	addr, topic string
+	w           Workload
+	ends        map[int32]int64
+	v           *verifier
+	consumed    *atomic.Int64
+	bytes       *atomic.Int64
+}
+
+// firstError keeps the first of many asynchronous errors.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// pacer schedules the k-th send of a producer at start + k/rate.
+type pacer struct {
+	start time.Time
+	every time.Duration
+}
+
+func newPacer(rate float64) *pacer {
+	if rate <= 0 {
+		return nil
+	}
+	return &pacer{start: time.Now(), every: time.Duration(float64(time.Second) / rate)}
+}
+
+// offer waits until send k is due and returns the time it was due, which
+// is when the send counts as offered. Without a pacer it returns now.
+func (p *pacer) offer(ctx context.Context, k int64) (time.Time, error) {
+	if p == nil {
+		return time.Now(), nil
+	}
+	due := p.start.Add(time.Duration(k) * p.every)
+	if d := time.Until(due); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return due, ctx.Err()
+		}
+	}
+	return due, nil
+}

@@ -1,0 +1,841 @@
+#!/usr/bin/env python3
+"""Matrix driver for the Python Kafka clients.
+
+One long-lived program serving either python-confluent-kafka (librdkafka) or
+python-kafka-python, chosen by its one argument. It speaks the line-delimited
+JSON driver protocol of matrix/README.md ("Driver protocol"): one command per
+line on stdin, one answer per line on stdout, logs on stderr. Every operation
+uses the client library's own producer, consumer and admin APIs.
+
+    python3 driver.py python-confluent-kafka
+    python3 driver.py python-kafka-python
+
+The Go package github.com/cascade-kafka/cascade/matrix/clients/python creates
+the virtualenv (requirements.txt) and starts this program.
+"""
+
+import base64
+import json
+import logging
+import os
+import re
+import sys
+import time
+
+PROTOCOL = 1
+
+# Kafka's error names by code, as in org.apache.kafka.common.protocol.Errors.
+KAFKA_ERRORS = {
+    -1: "UNKNOWN_SERVER_ERROR",
+    1: "OFFSET_OUT_OF_RANGE",
+    2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    4: "INVALID_FETCH_SIZE",
+    5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_FOR_PARTITION",
+    7: "REQUEST_TIMED_OUT",
+    8: "BROKER_NOT_AVAILABLE",
+    9: "REPLICA_NOT_AVAILABLE",
+    10: "MESSAGE_TOO_LARGE",
+    11: "STALE_CONTROLLER_EPOCH",
+    12: "OFFSET_METADATA_TOO_LARGE",
+    13: "NETWORK_EXCEPTION",
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
+    17: "INVALID_TOPIC_EXCEPTION",
+    18: "RECORD_LIST_TOO_LARGE",
+    19: "NOT_ENOUGH_REPLICAS",
+    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    21: "INVALID_REQUIRED_ACKS",
+    22: "ILLEGAL_GENERATION",
+    23: "INCONSISTENT_GROUP_PROTOCOL",
+    24: "INVALID_GROUP_ID",
+    25: "UNKNOWN_MEMBER_ID",
+    26: "INVALID_SESSION_TIMEOUT",
+    27: "REBALANCE_IN_PROGRESS",
+    28: "INVALID_COMMIT_OFFSET_SIZE",
+    29: "TOPIC_AUTHORIZATION_FAILED",
+    30: "GROUP_AUTHORIZATION_FAILED",
+    31: "CLUSTER_AUTHORIZATION_FAILED",
+    32: "INVALID_TIMESTAMP",
+    33: "UNSUPPORTED_SASL_MECHANISM",
+    34: "ILLEGAL_SASL_STATE",
+    35: "UNSUPPORTED_VERSION",
+    36: "TOPIC_ALREADY_EXISTS",
+    37: "INVALID_PARTITIONS",
+    38: "INVALID_REPLICATION_FACTOR",
+    39: "INVALID_REPLICA_ASSIGNMENT",
+    40: "INVALID_CONFIG",
+    41: "NOT_CONTROLLER",
+    42: "INVALID_REQUEST",
+    43: "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+    44: "POLICY_VIOLATION",
+    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    46: "DUPLICATE_SEQUENCE_NUMBER",
+    47: "INVALID_PRODUCER_EPOCH",
+    48: "INVALID_TXN_STATE",
+    49: "INVALID_PRODUCER_ID_MAPPING",
+    50: "INVALID_TRANSACTION_TIMEOUT",
+    51: "CONCURRENT_TRANSACTIONS",
+    52: "TRANSACTION_COORDINATOR_FENCED",
+    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    54: "SECURITY_DISABLED",
+    55: "OPERATION_NOT_ATTEMPTED",
+    56: "KAFKA_STORAGE_ERROR",
+    57: "LOG_DIR_NOT_FOUND",
+    58: "SASL_AUTHENTICATION_FAILED",
+    59: "UNKNOWN_PRODUCER_ID",
+    60: "REASSIGNMENT_IN_PROGRESS",
+    61: "DELEGATION_TOKEN_AUTH_DISABLED",
+    62: "DELEGATION_TOKEN_NOT_FOUND",
+    63: "DELEGATION_TOKEN_OWNER_MISMATCH",
+    64: "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+    65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+    66: "DELEGATION_TOKEN_EXPIRED",
+    67: "INVALID_PRINCIPAL_TYPE",
+    68: "NON_EMPTY_GROUP",
+    69: "GROUP_ID_NOT_FOUND",
+    70: "FETCH_SESSION_ID_NOT_FOUND",
+    71: "INVALID_FETCH_SESSION_EPOCH",
+    72: "LISTENER_NOT_FOUND",
+    73: "TOPIC_DELETION_DISABLED",
+    74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH",
+    76: "UNSUPPORTED_COMPRESSION_TYPE",
+    77: "STALE_BROKER_EPOCH",
+    78: "OFFSET_NOT_AVAILABLE",
+    79: "MEMBER_ID_REQUIRED",
+    80: "PREFERRED_LEADER_NOT_AVAILABLE",
+    81: "GROUP_MAX_SIZE_REACHED",
+    82: "FENCED_INSTANCE_ID",
+    83: "ELIGIBLE_LEADERS_NOT_AVAILABLE",
+    84: "ELECTION_NOT_NEEDED",
+    85: "NO_REASSIGNMENT_IN_PROGRESS",
+    86: "GROUP_SUBSCRIBED_TO_TOPIC",
+    87: "INVALID_RECORD",
+    88: "UNSTABLE_OFFSET_COMMIT",
+    89: "THROTTLING_QUOTA_EXCEEDED",
+    90: "PRODUCER_FENCED",
+    91: "RESOURCE_NOT_FOUND",
+    92: "DUPLICATE_RESOURCE",
+    93: "UNACCEPTABLE_CREDENTIAL",
+    94: "INCONSISTENT_VOTER_SET",
+    95: "INVALID_UPDATE_VERSION",
+    96: "FEATURE_UPDATE_FAILED",
+    97: "PRINCIPAL_DESERIALIZATION_FAILURE",
+    98: "SNAPSHOT_NOT_FOUND",
+    99: "POSITION_OUT_OF_RANGE",
+    100: "UNKNOWN_TOPIC_ID",
+    101: "DUPLICATE_BROKER_REGISTRATION",
+    102: "BROKER_ID_NOT_REGISTERED",
+    103: "INCONSISTENT_TOPIC_ID",
+    104: "INCONSISTENT_CLUSTER_ID",
+    105: "TRANSACTIONAL_ID_NOT_FOUND",
+    106: "FETCH_SESSION_TOPIC_ID_ERROR",
+    107: "INELIGIBLE_REPLICA",
+    108: "NEW_LEADER_ELECTED",
+    109: "OFFSET_MOVED_TO_TIERED_STORAGE",
+    110: "FENCED_MEMBER_EPOCH",
+    111: "UNRELEASED_INSTANCE_ID",
+    112: "UNSUPPORTED_ASSIGNOR",
+    113: "STALE_MEMBER_EPOCH",
+    114: "MISMATCHED_ENDPOINT_TYPE",
+    115: "UNSUPPORTED_ENDPOINT_TYPE",
+    116: "UNKNOWN_CONTROLLER_ID",
+    117: "UNKNOWN_SUBSCRIPTION_ID",
+    118: "TELEMETRY_TOO_LARGE",
+    119: "INVALID_REGISTRATION",
+    120: "TRANSACTION_ABORTABLE",
+    121: "INVALID_RECORD_STATE",
+    122: "SHARE_SESSION_NOT_FOUND",
+    123: "INVALID_SHARE_SESSION_EPOCH",
+    124: "FENCED_STATE_EPOCH",
+    125: "INVALID_VOTER_KEY",
+    126: "DUPLICATE_VOTER",
+    127: "VOTER_NOT_FOUND",
+    128: "INVALID_REGULAR_EXPRESSION",
+    129: "REBOOTSTRAP_REQUIRED",
+    130: "STREAMS_INVALID_TOPOLOGY",
+    131: "STREAMS_INVALID_TOPOLOGY_EPOCH",
+    132: "STREAMS_TOPOLOGY_FENCED",
+    133: "SHARE_SESSION_LIMIT_REACHED",
+    134: "GROUP_DELETION_FAILED",
+    135: "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED",
+    136: "CONTROLLER_ID_NOT_REGISTERED",
+}
+
+
+class DriverError(Exception):
+    """An error answered to the orchestrator with a Kafka error name."""
+
+    def __init__(self, code, message=""):
+        super().__init__("%s: %s" % (code, message) if message else code)
+        self.code = code
+        self.message = message
+
+    def to_json(self):
+        return {"code": self.code, "message": self.message}
+
+
+def unsupported(message):
+    """Returns the error for an operation or option the library lacks."""
+    return DriverError("UNSUPPORTED", message)
+
+
+def kafka_code_name(code):
+    """Returns Kafka's name for a broker error code."""
+    return KAFKA_ERRORS.get(code, "UNKNOWN_CODE_%d" % code)
+
+
+def b64decode(s):
+    """Decodes a protocol byte field: None stays None (null), "" is empty."""
+    if s is None:
+        return None
+    return base64.b64decode(s, validate=True)
+
+
+def b64encode(b):
+    """Encodes bytes for the protocol: None stays None (null)."""
+    if b is None:
+        return None
+    return base64.b64encode(bytes(b)).decode("ascii")
+
+
+def short(s, n=400):
+    """Shortens a library message for an error answer."""
+    s = str(s)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+class Deadline:
+    """A point in time, for loops bounded by a command's timeout."""
+
+    def __init__(self, seconds):
+        self.end = time.monotonic() + seconds
+
+    def left(self):
+        return max(0.0, self.end - time.monotonic())
+
+
+# Bounds that keep every command well inside the orchestrator's 30-second
+# cell timeout: a command that outlived it would get the process killed.
+REQUEST_TIMEOUT_S = 10
+DELIVERY_TIMEOUT_S = 15
+
+
+def produce_args(args):
+    """Validates the produce command and returns its normalised fields."""
+    codec = args.get("codec") or "none"
+    if codec not in ("none", "gzip", "snappy", "lz4", "zstd"):
+        raise DriverError("CLIENT_ERROR", "unknown codec %r" % codec)
+    acks = args.get("acks", -1)
+    if acks not in (0, 1, -1):
+        raise DriverError("CLIENT_ERROR", "acks must be 0, 1 or -1, not %r" % acks)
+    return codec, acks
+
+
+def record_in(r):
+    """Decodes one protocol record into (partition, key, value, headers, ts)."""
+    headers = [(h["key"], b64decode(h.get("value"))) for h in (r.get("headers") or [])]
+    return (r.get("partition", 0), b64decode(r.get("key")), b64decode(r.get("value")),
+            headers, r.get("timestamp_ms") or 0)
+
+
+def record_out(partition, offset, key, value, headers, timestamp_ms):
+    """Encodes one consumed record for the protocol."""
+    out = {"partition": partition, "offset": offset, "key": b64encode(key),
+           "value": b64encode(value), "timestamp_ms": timestamp_ms}
+    if headers:
+        out["headers"] = [{"key": k, "value": b64encode(v)} for k, v in headers]
+    return out
+
+
+def end_transaction(records_failed, args, commit, abort):
+    """Commits the command's transaction, or aborts it when a record failed
+    or the command asked for an abort (txn_abort)."""
+    if records_failed or args.get("txn_abort"):
+        abort()
+    else:
+        commit()
+
+
+# --- confluent-kafka ---------------------------------------------------------
+
+
+class ConfluentDriver:
+    """python-confluent-kafka: librdkafka through confluent_kafka."""
+
+    CLIENT = "python-confluent-kafka"
+
+    def __init__(self, bootstrap):
+        import confluent_kafka
+        from confluent_kafka.admin import AdminClient
+
+        self.ck = confluent_kafka
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "matrix-py-confluent"})
+
+    def info(self):
+        return {"library": "confluent-kafka %s (librdkafka %s)" % (self.ck.__version__, self.ck.libversion()[0]),
+                "partitioner": "consistent_random (librdkafka: crc32 of the key)"}
+
+    def close(self):
+        pass  # AdminClient has no close; its threads end with the process.
+
+    def error(self, err):
+        """Maps a KafkaError (or a KafkaException carrying one) to DriverError."""
+        ke = err
+        if isinstance(err, self.ck.KafkaException) and err.args and isinstance(err.args[0], self.ck.KafkaError):
+            ke = err.args[0]
+        if not isinstance(ke, self.ck.KafkaError):
+            return DriverError("CLIENT_ERROR", short("%s: %s" % (type(err).__name__, err)))
+        code, text = ke.code(), ke.str()
+        if code >= 0:
+            return DriverError(kafka_code_name(code), text)
+        KE = self.ck.KafkaError
+        if code == KE._UNKNOWN_TOPIC:
+            return DriverError("CLIENT_UNKNOWN_TOPIC", text)
+        if code in (KE._MSG_TIMED_OUT, KE._TIMED_OUT):
+            return DriverError("CLIENT_TIMEOUT", text)
+        if code == KE._UNKNOWN_PARTITION:
+            return DriverError("CLIENT_UNKNOWN_PARTITION", text)
+        if code == KE._AUTO_OFFSET_RESET:
+            # auto.offset.reset=error: the broker answered OFFSET_OUT_OF_RANGE
+            # and librdkafka was told not to reset.
+            if "out of range" in text.lower():
+                return DriverError("OFFSET_OUT_OF_RANGE", text)
+            return DriverError("CLIENT_AUTO_OFFSET_RESET", text)
+        return DriverError("CLIENT_" + ke.name().lstrip("_"), text)
+
+    def _one(self, futures):
+        """Waits for the single future of an admin call."""
+        (f,) = futures.values()
+        try:
+            return f.result(timeout=REQUEST_TIMEOUT_S + 5)
+        except self.ck.KafkaException as e:
+            raise self.error(e)
+
+    def create_topic(self, args):
+        from confluent_kafka.admin import NewTopic
+        nt = NewTopic(args["topic"], num_partitions=args.get("partitions", -1),
+                      replication_factor=args.get("replication_factor", -1), config=args.get("configs") or {})
+        self._one(self.admin.create_topics([nt], request_timeout=REQUEST_TIMEOUT_S))
+        return {}
+
+    def delete_topic(self, args):
+        self._one(self.admin.delete_topics([args["topic"]], request_timeout=REQUEST_TIMEOUT_S))
+        return {}
+
+    def describe_topic(self, args):
+        topic = args["topic"]
+        td = self._one(self.admin.describe_topics(self.ck.TopicCollection([topic]), request_timeout=REQUEST_TIMEOUT_S))
+        return {"topic": topic, "partitions": len(td.partitions)}
+
+    def create_partitions(self, args):
+        from confluent_kafka.admin import NewPartitions
+        self._one(self.admin.create_partitions([NewPartitions(args["topic"], args["total"])],
+                                               request_timeout=REQUEST_TIMEOUT_S))
+        return {}
+
+    def describe_configs(self, args):
+        from confluent_kafka.admin import ConfigResource, ResourceType
+        entries = self._one(self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, args["topic"])],
+                                                        request_timeout=REQUEST_TIMEOUT_S))
+        return {"configs": {k: e.value for k, e in entries.items() if e.value is not None}}
+
+    def alter_configs(self, args):
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+        ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in (args.get("set") or {}).items()]
+        ops += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in (args.get("delete") or [])]
+        res = ConfigResource(ResourceType.TOPIC, args["topic"], incremental_configs=ops)
+        self._one(self.admin.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S))
+        return {}
+
+    def produce(self, args):
+        codec, acks = produce_args(args)
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": "matrix-py-confluent-producer",
+            "acks": acks,
+            "enable.idempotence": bool(args.get("idempotent")),
+            "compression.type": codec,
+            "message.timeout.ms": DELIVERY_TIMEOUT_S * 1000,
+            "topic.metadata.propagation.max.ms": 2000,
+            "message.max.bytes": 16 << 20,  # Leave the size limit to the broker.
+            "allow.auto.create.topics": False,
+        }
+        if args.get("max_in_flight"):
+            conf["max.in.flight.requests.per.connection"] = args["max_in_flight"]
+        if args.get("linger_ms"):
+            conf["linger.ms"] = args["linger_ms"]
+        txn = args.get("transactional_id")
+        if txn:
+            conf["transactional.id"] = txn
+        p = self.ck.Producer(conf)
+        try:
+            return self._produce(p, args, acks, txn)
+        finally:
+            p.flush(1)  # Nothing is left unless the command already failed.
+
+    def _produce(self, p, args, acks, txn):
+        records = args.get("records") or []
+        topic = args["topic"]
+        deliveries = [None] * len(records)
+        if txn:
+            try:
+                p.init_transactions(REQUEST_TIMEOUT_S)
+                p.begin_transaction()
+            except self.ck.KafkaException as e:
+                raise self.error(e)
+
+        def on_delivery(i):
+            def cb(err, msg):
+                if err is not None:
+                    deliveries[i] = {"partition": msg.partition(), "offset": -1, "error": self.error(err).to_json()}
+                else:
+                    off = msg.offset()
+                    deliveries[i] = {"partition": msg.partition(), "offset": off if acks != 0 and off >= 0 else -1}
+            return cb
+
+        dl = Deadline(DELIVERY_TIMEOUT_S + 5)
+        for i, r in enumerate(records):
+            part, key, value, headers, ts = record_in(r)
+            kw = {"key": key, "value": value, "on_delivery": on_delivery(i)}
+            if part >= 0:
+                kw["partition"] = part
+            if headers:
+                kw["headers"] = headers
+            if ts:
+                kw["timestamp"] = ts
+            while True:
+                try:
+                    p.produce(topic, **kw)
+                    break
+                except BufferError:  # The local queue is full: serve delivery reports.
+                    if dl.left() == 0:
+                        raise DriverError("CLIENT_TIMEOUT", "producer queue stayed full")
+                    p.poll(0.1)
+                except self.ck.KafkaException as e:
+                    deliveries[i] = {"partition": part, "offset": -1, "error": self.error(e).to_json()}
+                    break
+        p.flush(dl.left())
+        for i, d in enumerate(deliveries):
+            if d is None:
+                deliveries[i] = {"partition": records[i].get("partition", 0), "offset": -1,
+                                 "error": {"code": "CLIENT_TIMEOUT", "message": "no delivery report"}}
+        if txn:
+            failed = any("error" in d for d in deliveries)
+            try:
+                end_transaction(failed, args, lambda: p.commit_transaction(REQUEST_TIMEOUT_S),
+                                lambda: p.abort_transaction(REQUEST_TIMEOUT_S))
+            except self.ck.KafkaException as e:
+                raise self.error(e)
+        return {"deliveries": deliveries}
+
+    def consume(self, args):
+        reset = args.get("reset") or "none"
+        if reset == "none":
+            reset = "error"  # librdkafka's name for "no reset: report it".
+        c = self.ck.Consumer({
+            "bootstrap.servers": self.bootstrap,
+            "client.id": "matrix-py-confluent-consumer",
+            "group.id": "matrix-py-confluent-unused",  # Required; no subscribe, no commits.
+            "enable.auto.commit": False,
+            "auto.offset.reset": reset,
+            "isolation.level": args.get("isolation") or "read_uncommitted",
+            "fetch.wait.max.ms": 200,
+        })
+        try:
+            return self._consume(c, args)
+        finally:
+            c.close()
+
+    def _consume(self, c, args):
+        topic, part = args["topic"], args.get("partition", 0)
+        count = args.get("count", 0)
+        # OFFSET_BEGINNING is -2 and OFFSET_END -1, as in the protocol.
+        c.assign([self.ck.TopicPartition(topic, part, args.get("from", -2))])
+        out = {"records": [], "high_watermark": -1}
+        dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
+        while len(out["records"]) < count and dl.left() > 0:
+            msg = c.poll(min(dl.left(), 0.1))
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.fatal() or err.code() >= 0 or err.code() == self.ck.KafkaError._AUTO_OFFSET_RESET:
+                    out["error"] = self.error(err).to_json()
+                    return out
+                continue  # Other local errors are informational; librdkafka retries.
+            _, ts = msg.timestamp()
+            out["records"].append(record_out(msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                             msg.headers(), ts))
+        try:
+            _, high = c.get_watermark_offsets(self.ck.TopicPartition(topic, part), timeout=2, cached=False)
+            out["high_watermark"] = high
+        except self.ck.KafkaException:
+            pass  # The watermark is optional in the result: -1 says unknown.
+        return out
+
+    def list_offsets(self, args):
+        from confluent_kafka.admin import OffsetSpec
+        kind = args.get("kind")
+        if kind == "earliest":
+            spec = OffsetSpec.earliest()
+        elif kind == "latest":
+            spec = OffsetSpec.latest()
+        elif kind == "timestamp":
+            spec = OffsetSpec.for_timestamp(args.get("timestamp_ms", 0))
+        else:
+            raise DriverError("CLIENT_ERROR", "unknown list_offsets kind %r" % kind)
+        tp = self.ck.TopicPartition(args["topic"], args.get("partition", 0))
+        info = self._one(self.admin.list_offsets({tp: spec}, request_timeout=REQUEST_TIMEOUT_S))
+        return {"offset": info.offset}
+
+    def delete_records(self, args):
+        tp = self.ck.TopicPartition(args["topic"], args.get("partition", 0), args["before"])
+        res = self._one(self.admin.delete_records([tp], request_timeout=REQUEST_TIMEOUT_S))
+        return {"low_watermark": res.low_watermark}
+
+
+# --- kafka-python ------------------------------------------------------------
+
+
+class KafkaPythonDriver:
+    """python-kafka-python: the pure-Python kafka-python client."""
+
+    CLIENT = "python-kafka-python"
+
+    def __init__(self, bootstrap):
+        import kafka
+        import kafka.errors
+
+        self.kafka = kafka
+        self.errors = kafka.errors
+        self.bootstrap = bootstrap
+        self._admin = None
+
+    def admin(self):
+        """Returns the admin client, connecting on first use so that hello
+        does not need a reachable broker."""
+        if self._admin is None:
+            try:
+                self._admin = self.kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka",
+                                                          request_timeout_ms=REQUEST_TIMEOUT_S * 1000)
+            except self.errors.KafkaError as e:
+                raise self.error(e)
+        return self._admin
+
+    def info(self):
+        return {"library": "kafka-python %s" % self.kafka.__version__,
+                "partitioner": "murmur2 (DefaultPartitioner, as the Java client)"}
+
+    def close(self):
+        if self._admin is not None:
+            self._admin.close()
+
+    def error(self, e):
+        """Maps a kafka-python exception to DriverError."""
+        E = self.errors
+        if isinstance(e, DriverError):
+            return e
+        errno = getattr(e, "errno", None)
+        if isinstance(e, E.KafkaError) and isinstance(errno, int) and errno in KAFKA_ERRORS:
+            return DriverError(KAFKA_ERRORS[errno], short(e))
+        if isinstance(e, E.KafkaTimeoutError):
+            # send() waits max_block_ms for the topic's metadata; a topic
+            # that never appears in metadata ends here.
+            if "metadata" in str(e).lower():
+                return DriverError("CLIENT_UNKNOWN_TOPIC", short(e))
+            return DriverError("CLIENT_TIMEOUT", short(e))
+        return DriverError("CLIENT_ERROR", short("%s: %s" % (type(e).__name__, e)))
+
+    def _admin_call(self, f, *a, **kw):
+        try:
+            return f(*a, **kw)
+        except (self.errors.KafkaError, ValueError) as e:
+            raise self.error(e)
+
+    def create_topic(self, args):
+        spec = {"num_partitions": args.get("partitions", -1), "replication_factor": args.get("replication_factor", -1),
+                "configs": args.get("configs") or {}}
+        a = self.admin()
+        self._admin_call(a.create_topics, {args["topic"]: spec}, timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        return {}
+
+    def delete_topic(self, args):
+        a = self.admin()
+        self._admin_call(a.delete_topics, [args["topic"]], timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        return {}
+
+    def describe_topic(self, args):
+        a = self.admin()
+        topic = args["topic"]
+        for t in self._admin_call(a.describe_topics, [topic]):
+            if t["name"] != topic:
+                continue
+            if t["error_code"]:
+                raise DriverError(kafka_code_name(t["error_code"]), "describe_topics: topic %s" % topic)
+            return {"topic": topic, "partitions": len(t["partitions"])}
+        raise DriverError("UNKNOWN_TOPIC_OR_PARTITION", "topic absent from describe_topics result")
+
+    def create_partitions(self, args):
+        a = self.admin()
+        self._admin_call(a.create_partitions, {args["topic"]: args["total"]}, timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        return {}
+
+    def describe_configs(self, args):
+        from kafka.admin import ConfigResource, ConfigResourceType
+        a = self.admin()
+        topic = args["topic"]
+        res = self._admin_call(a.describe_configs, [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
+        entries = res.get("topic", {}).get(topic, {})
+        return {"configs": {k: e["value"] for k, e in entries.items() if e.get("value") is not None}}
+
+    # alter_configs answers "OK" or the str() of the error, "[Error N] Name: message".
+    _ALTER_ERROR = re.compile(r"^\[Error (-?\d+)\]")
+
+    def alter_configs(self, args):
+        from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+        a = self.admin()
+        topic = args["topic"]
+        ops = {k: (AlterConfigOp.SET, v) for k, v in (args.get("set") or {}).items()}
+        ops.update({k: (AlterConfigOp.DELETE, None) for k in (args.get("delete") or [])})
+        # raise_on_unknown=False: the broker, not a client-side list, judges keys.
+        res = self._admin_call(a.alter_configs, [ConfigResource(ConfigResourceType.TOPIC, topic, configs=ops)],
+                               raise_on_unknown=False, incremental=True)
+        result = res.get("topic", {}).get(topic)
+        if result == "OK":
+            return {}
+        m = self._ALTER_ERROR.match(str(result))
+        if m:
+            raise DriverError(kafka_code_name(int(m.group(1))), short(result))
+        raise DriverError("CLIENT_ERROR", "alter_configs result for %s: %s" % (topic, short(result)))
+
+    def produce(self, args):
+        codec, acks = produce_args(args)
+        records = args.get("records") or []
+        for r in records:
+            for h in r.get("headers") or []:
+                if h.get("value") is None:
+                    # KafkaProducer.send checks that headers are (str, bytes).
+                    raise unsupported("kafka-python cannot produce a null header value "
+                                      "(KafkaProducer.send requires (str, bytes) header tuples)")
+        txn = args.get("transactional_id")
+        conf = {
+            "bootstrap_servers": self.bootstrap,
+            "client_id": "matrix-py-kafka-producer",
+            "acks": "all" if acks == -1 else acks,
+            "compression_type": None if codec == "none" else codec,
+            "enable_idempotence": bool(args.get("idempotent") or txn),
+            "max_block_ms": 5000,
+            "request_timeout_ms": REQUEST_TIMEOUT_S * 1000,
+            "delivery_timeout_ms": DELIVERY_TIMEOUT_S * 1000,
+            "max_request_size": 16 << 20,  # Leave the size limit to the broker.
+            "allow_auto_create_topics": False,
+        }
+        if args.get("max_in_flight"):
+            conf["max_in_flight_requests_per_connection"] = args["max_in_flight"]
+        if args.get("linger_ms"):
+            conf["linger_ms"] = args["linger_ms"]
+        if txn:
+            conf["transactional_id"] = txn
+        try:
+            p = self.kafka.KafkaProducer(**conf)
+        except self.errors.KafkaError as e:
+            raise self.error(e)
+        try:
+            return self._produce(p, args, records, acks, txn)
+        finally:
+            p.close(timeout=2)
+
+    def _produce(self, p, args, records, acks, txn):
+        E = self.errors
+        topic = args["topic"]
+        try:
+            if txn:
+                p.init_transactions()
+                p.begin_transaction()
+        except E.KafkaError as e:
+            raise self.error(e)
+        futures = []
+        for r in records:
+            part, key, value, headers, ts = record_in(r)
+            kw = {"key": key, "value": value, "headers": headers or None}
+            if part >= 0:
+                kw["partition"] = part
+            if ts:
+                kw["timestamp_ms"] = ts
+            try:
+                futures.append(p.send(topic, **kw))
+            except E.KafkaError as e:
+                futures.append(self.error(e))
+        dl = Deadline(DELIVERY_TIMEOUT_S + 5)
+        try:
+            p.flush(timeout=dl.left())
+        except E.KafkaError:
+            pass  # Each record's future carries its own outcome, read below.
+        deliveries = []
+        for r, f in zip(records, futures):
+            if isinstance(f, DriverError):
+                deliveries.append({"partition": r.get("partition", 0), "offset": -1, "error": f.to_json()})
+                continue
+            try:
+                md = f.get(timeout=dl.left())
+            except Exception as e:  # The future raises the record's error.
+                deliveries.append({"partition": r.get("partition", 0), "offset": -1, "error": self.error(e).to_json()})
+                continue
+            deliveries.append({"partition": md.partition, "offset": md.offset if acks != 0 and md.offset >= 0 else -1})
+        if txn:
+            failed = any("error" in d for d in deliveries)
+            try:
+                end_transaction(failed, args, p.commit_transaction, p.abort_transaction)
+            except E.KafkaError as e:
+                raise self.error(e)
+        return {"deliveries": deliveries}
+
+    def consume(self, args):
+        E = self.errors
+        reset = args.get("reset") or "none"
+        if reset not in ("none", "earliest", "latest"):
+            raise DriverError("CLIENT_ERROR", "unknown reset %r" % reset)
+        try:
+            c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka-consumer",
+                                         group_id=None, enable_auto_commit=False, auto_offset_reset=reset,
+                                         isolation_level=args.get("isolation") or "read_uncommitted",
+                                         fetch_max_wait_ms=200, request_timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        except E.KafkaError as e:
+            raise self.error(e)
+        try:
+            return self._consume(c, args)
+        finally:
+            c.close()
+
+    def _consume(self, c, args):
+        E = self.errors
+        tp = self.kafka.TopicPartition(args["topic"], args.get("partition", 0))
+        count = args.get("count", 0)
+        out = {"records": [], "high_watermark": -1}
+        try:
+            c.assign([tp])
+            start = args.get("from", -2)
+            if start == -2:
+                c.seek_to_beginning(tp)
+            elif start == -1:
+                c.seek_to_end(tp)
+            else:
+                c.seek(tp, start)
+            dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
+            while len(out["records"]) < count and dl.left() > 0:
+                batch = c.poll(timeout_ms=int(min(dl.left(), 0.2) * 1000) + 1, max_records=count - len(out["records"]))
+                for rec in batch.get(tp, []):
+                    out["records"].append(record_out(rec.partition, rec.offset, rec.key, rec.value,
+                                                     rec.headers, rec.timestamp))
+        except E.KafkaError as e:
+            err = self.error(e)
+            if err.code.startswith("CLIENT_"):
+                raise err
+            out["error"] = err.to_json()  # A Kafka error such as OFFSET_OUT_OF_RANGE ends the command.
+            return out
+        hw = c.highwater(tp)
+        if hw is not None:
+            out["high_watermark"] = hw
+        return out
+
+    def list_offsets(self, args):
+        from kafka.admin import OffsetSpec, OffsetTimestamp
+        kind = args.get("kind")
+        if kind == "earliest":
+            spec = OffsetSpec.EARLIEST
+        elif kind == "latest":
+            spec = OffsetSpec.LATEST
+        elif kind == "timestamp":
+            spec = OffsetTimestamp(args.get("timestamp_ms", 0))
+        else:
+            raise DriverError("CLIENT_ERROR", "unknown list_offsets kind %r" % kind)
+        tp = self.kafka.TopicPartition(args["topic"], args.get("partition", 0))
+        a = self.admin()
+        res = self._admin_call(a.list_partition_offsets, {tp: spec}, timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        return {"offset": res[tp].offset}
+
+    def delete_records(self, args):
+        tp = self.kafka.TopicPartition(args["topic"], args.get("partition", 0))
+        a = self.admin()
+        res = self._admin_call(a.delete_records, {tp: args["before"]}, timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        return {"low_watermark": res[tp]["low_watermark"]}
+
+
+CLIENTS = {ConfluentDriver.CLIENT: ConfluentDriver, KafkaPythonDriver.CLIENT: KafkaPythonDriver}
+
+OPS = ("create_topic", "delete_topic", "describe_topic", "create_partitions", "describe_configs",
+       "alter_configs", "produce", "consume", "list_offsets", "delete_records")
+
+
+def handle(client, state, cmd):
+    """Runs one command and returns its result object; raises DriverError."""
+    op, args = cmd.get("op"), cmd.get("args") or {}
+    if op == "hello":
+        if state.get("driver") is not None:
+            raise DriverError("CLIENT_ERROR", "hello sent twice")
+        if args.get("protocol") != PROTOCOL:
+            raise DriverError("CLIENT_ERROR", "protocol %r requested, this driver speaks %d" % (args.get("protocol"), PROTOCOL))
+        d = CLIENTS[client](args.get("bootstrap", ""))
+        state["driver"] = d
+        return dict({"client": client, "protocol": PROTOCOL}, **d.info())
+    d = state.get("driver")
+    if op not in OPS:
+        raise unsupported("unknown operation %r" % op)
+    if d is None:
+        raise DriverError("CLIENT_ERROR", "%s before hello" % op)
+    return getattr(d, op)(args)
+
+
+def serve(client, inp, out):
+    """Reads commands from inp and writes answers to out until close or EOF."""
+    state = {}
+    try:
+        for line in inp:
+            if not line.strip():
+                continue
+            cmd = json.loads(line)
+            resp = {"id": cmd.get("id"), "ok": True}
+            if cmd.get("op") == "close":
+                resp["result"] = {}
+                out.write(json.dumps(resp, separators=(",", ":")) + "\n")
+                out.flush()
+                return
+            try:
+                resp["result"] = handle(client, state, cmd)
+            except DriverError as e:
+                resp = {"id": cmd.get("id"), "ok": False, "error": e.to_json()}
+            except Exception as e:  # A driver bug answers the command, it does not kill the run.
+                logging.exception("%s failed", cmd.get("op"))
+                resp = {"id": cmd.get("id"), "ok": False,
+                        "error": {"code": "CLIENT_ERROR", "message": short("%s: %s" % (type(e).__name__, e))}}
+            out.write(json.dumps(resp, separators=(",", ":")) + "\n")
+            out.flush()
+    finally:
+        d = state.get("driver")
+        if d is not None:
+            d.close()
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in CLIENTS:
+        sys.stderr.write("usage: driver.py {%s}\n" % ",".join(sorted(CLIENTS)))
+        return 2
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # stdout carries protocol lines only: keep a private handle on it and
+    # point file descriptor 1 at stderr, so that nothing a library prints
+    # (Python or C) can corrupt the stream.
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(argv[1], sys.stdin, proto)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
