@@ -167,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.srv = &wire.Server{
 		Dispatcher:      env,
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
+		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
 		IdleTimeout:     10 * time.Minute, // connections.max.idle.ms default
 		Logger:          cfg.Logger,
 		Observer:        m,
@@ -309,6 +310,10 @@ func (b *Broker) Metadata() *metadata.Store { return b.meta }
 // Handlers returns the request dispatcher, for in-process benchmarks of the
 // handler paths without a network in between.
 func (b *Broker) Handlers() *handler.Env { return b.env }
+
+// RequestBudget returns the queued.max.request.bytes budget of the client
+// listener (nil when unbounded), for tests that check the bound.
+func (b *Broker) RequestBudget() *wire.Budget { return b.srv.Budget }
 
 // Partitions returns the partition manager, for in-process tools and tests.
 func (b *Broker) Partitions() *partition.Manager { return b.parts }

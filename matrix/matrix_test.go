@@ -15,8 +15,9 @@ import (
 )
 
 // reportDir is MATRIX_REPORT_DIR, else the test's artifact directory when
-// go test runs with -artifacts, else a fixed directory under the system
-// temp dir so the last report is easy to find.
+// go test runs with -artifacts, else a new directory under the system temp
+// dir (printed at the start and the end), so that concurrent runs never
+// write into one another's histories.
 func reportDir(t *testing.T) string {
 	if d := os.Getenv("MATRIX_REPORT_DIR"); d != "" {
 		return d
@@ -24,7 +25,11 @@ func reportDir(t *testing.T) string {
 	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
 		return t.ArtifactDir()
 	}
-	return filepath.Join(os.TempDir(), "cascade-matrix-report")
+	d, err := os.MkdirTemp("", "cascade-matrix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // TestMatrix runs every selected client against every selected target. It

@@ -45,8 +45,11 @@ var transactionsScenario = Scenario{
 		committed := append(append([]driver.Record{}, c1...), c2...)
 		got, err := d.Consume(ctx, driver.Consume{Topic: topic, Partition: 0, From: 0, Count: len(committed) + 1,
 			TimeoutMs: 2000, Isolation: "read_committed"})
-		if err != nil || got.Error != nil {
-			return "", fmt.Errorf("read_committed: %v %v", err, got.Error)
+		if err != nil {
+			return "", fmt.Errorf("read_committed: %w", err)
+		}
+		if got.Error != nil {
+			return "", fmt.Errorf("read_committed: %w", got.Error)
 		}
 		if len(got.Records) != len(committed) {
 			return "", fmt.Errorf("read_committed returned %d records, want the %d committed ones", len(got.Records), len(committed))

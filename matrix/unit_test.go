@@ -204,6 +204,15 @@ func (f *fakeDriver) Consume(context.Context, driver.Consume) (driver.ConsumeRes
 	return driver.ConsumeResult{HighWatermark: 2, Records: []driver.Record{{Offset: 0, Value: []byte("v0")}, {Offset: 1, Value: nil}}}, nil
 }
 
+func (f *fakeDriver) GroupConsume(context.Context, driver.GroupConsume) (driver.GroupConsumeResult, error) {
+	recs := []driver.Record{{Partition: 1, Offset: 3, Value: []byte("g3")}, {Partition: 0, Offset: 0, Value: []byte("g0")}, {Partition: 1, Offset: 4, Value: []byte("g4")}}
+	return driver.GroupConsumeResult{Records: recs, Committed: driver.NextOffsets(recs)}, nil
+}
+
+func (f *fakeDriver) FetchCommitted(context.Context, driver.FetchCommitted) (int64, error) {
+	return 5, nil
+}
+
 func (f *fakeDriver) ListOffsets(context.Context, driver.ListOffsets) (driver.ListOffsetsResult, error) {
 	return driver.ListOffsetsResult{Offset: 2}, nil
 }
@@ -236,6 +245,15 @@ func TestHistoryFormat(t *testing.T) {
 	if _, err := d.ListOffsets(ctx, driver.ListOffsets{Topic: "t", Kind: "latest"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := d.GroupConsume(ctx, driver.GroupConsume{Group: "g", Topic: "t", Commit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FetchCommitted(ctx, driver.FetchCommitted{Group: "g", Topic: "t", Partition: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Produce(WithoutHistory(ctx), driver.Produce{Topic: "t", Records: []driver.Record{{Value: []byte("hidden")}}}); err == nil {
+		t.Fatal("error not passed through")
+	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +278,11 @@ func TestHistoryFormat(t *testing.T) {
 		{"produce", "unknown", "v3"}, // Timed out: may have been applied.
 		{"fetch", "ok", ""},
 		{"list_offsets", "ok", ""},
+		{"fetch", "ok", ""}, // Group consume: partition 1, from 3.
+		{"fetch", "ok", ""}, // Partition 0, from 0.
+		{"commit", "ok", ""},
+		{"commit", "ok", ""},
+		{"fetch_committed", "ok", ""},
 	}
 	if len(ops) != len(want) {
 		t.Fatalf("%d history lines, want %d: %v", len(ops), len(want), ops)
@@ -282,6 +305,16 @@ func TestHistoryFormat(t *testing.T) {
 	}
 	if ops[5]["kind"] != "latest" || ops[5]["offset"] != float64(2) {
 		t.Errorf("list_offsets line %v", ops[5])
+	}
+	if ops[6]["partition"] != float64(1) || ops[6]["from"] != float64(3) || len(ops[6]["records"].([]any)) != 2 {
+		t.Errorf("group fetch line %v: want partition 1 from 3 with two records", ops[6])
+	}
+	if ops[8]["group"] != "g" || ops[8]["partition"] != float64(0) || ops[8]["offset"] != float64(1) ||
+		ops[9]["partition"] != float64(1) || ops[9]["offset"] != float64(5) {
+		t.Errorf("commit lines %v %v: want next offsets 1 and 5", ops[8], ops[9])
+	}
+	if ops[10]["offset"] != float64(5) || ops[10]["group"] != "g" {
+		t.Errorf("fetch_committed line %v", ops[10])
 	}
 }
 
@@ -314,5 +347,44 @@ func TestRunCellStatuses(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "[apache-kafka 1/") {
 		t.Errorf("no progress lines: %q", progress.String())
+	}
+}
+
+func TestHistoryTransactions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	h, err := NewHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeDriver{produce: driver.ProduceResult{Deliveries: []driver.Delivery{{Partition: 0, Offset: 0}}}}
+	d := Record(f, h, "c")
+	for _, abort := range []bool{false, true} {
+		if _, err := d.Produce(context.Background(), driver.Produce{Topic: "t", TransactionalID: "tx", TxnAbort: abort,
+			Records: []driver.Record{{Value: []byte(fmt.Sprint("v", abort))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := []string{`"op":"produce"`, `"op":"end_txn"`, `"op":"produce"`, `"op":"end_txn"`}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines:\n%s", len(lines), b)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %s, want %s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[0], `"txn":"c/tx#1"`) || !strings.Contains(lines[1], `"txn":"c/tx#1"`) || !strings.Contains(lines[1], `"commit":true`) {
+		t.Errorf("first transaction lines %s / %s", lines[0], lines[1])
+	}
+	if !strings.Contains(lines[3], `"txn":"c/tx#2"`) || !strings.Contains(lines[3], `"commit":false`) {
+		t.Errorf("aborted transaction line %s", lines[3])
 	}
 }

@@ -128,6 +128,10 @@ var brokerDefs = newDefs(
 	// Network.
 	&Def{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", HasDefault: true,
 		Validate: atLeast(1), Doc: "The largest request frame; a larger one closes the connection."},
+	&Def{Name: "queued.max.request.bytes", Type: TypeLong, Default: "1073741824", HasDefault: true,
+		Doc: "The bytes of requests being read, decoded and handled at once before no more are read; -1 is " +
+			"unbounded (Kafka's default; Cascade bounds it by default). Cascade counts each request's worst-case " +
+			"decoded size, not only its frame (broker/wire)."},
 
 	// Coordinators.
 	&Def{Name: "offsets.topic.num.partitions", Type: TypeInt, Default: "50", HasDefault: true,
@@ -237,6 +241,9 @@ type Broker struct {
 	MinInsyncReplicas        int32
 	RetentionCheckInterval   time.Duration
 	SocketRequestMaxBytes    int32
+	// QueuedMaxRequestBytes is queued.max.request.bytes; <= 0 is
+	// unbounded.
+	QueuedMaxRequestBytes int64
 
 	OffsetsTopicNumPartitions        int32
 	OffsetsTopicReplicationFactor    int16
@@ -493,6 +500,12 @@ func (b *Broker) fill() error {
 	b.MinInsyncReplicas = b.value("min.insync.replicas").(int32)
 	b.RetentionCheckInterval = msDuration(b.value("log.retention.check.interval.ms").(int64))
 	b.SocketRequestMaxBytes = b.value("socket.request.max.bytes").(int32)
+	b.QueuedMaxRequestBytes = b.value("queued.max.request.bytes").(int64)
+	if q := b.QueuedMaxRequestBytes; q > 0 && q < int64(b.SocketRequestMaxBytes) {
+		// As KafkaConfig's validateValues.
+		return &ValueError{Name: "queued.max.request.bytes", Value: strconv.FormatInt(q, 10),
+			Reason: "queued.max.request.bytes must be larger or equal to socket.request.max.bytes"}
+	}
 	b.OffsetsTopicNumPartitions = b.value("offsets.topic.num.partitions").(int32)
 	b.OffsetsTopicReplicationFactor = b.value("offsets.topic.replication.factor").(int16)
 	b.TransactionStateLogNumPartitions = b.value("transaction.state.log.num.partitions").(int32)

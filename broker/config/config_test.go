@@ -222,9 +222,15 @@ func TestTopicLogConfigDefaults(t *testing.T) {
 		FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64, CleanupPolicy: log.PolicyDelete,
 		DeleteRetentionMs: 24 * time.Hour, MinCompactionLagMs: 0, MaxCompactionLagMs: math.MaxInt64,
 		MinCleanableDirtyRatio: 0.5, TimestampType: log.CreateTime, MaxMessageBytes: 1048588,
+		TimestampBeforeMax: math.MaxInt64, TimestampAfterMax: time.Hour,
 	}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
+	}
+	// Every field of log.Config is mapped: Kafka's topic defaults are the
+	// log's defaults.
+	if cfg != log.DefaultConfig() {
+		t.Fatalf("topic defaults %+v differ from log.DefaultConfig %+v", cfg, log.DefaultConfig())
 	}
 	cfg, err = TopicLogConfig(Default(), map[string]string{
 		"cleanup.policy": "compact,delete", "message.timestamp.type": "LogAppendTime",
@@ -451,5 +457,23 @@ func TestFormat(t *testing.T) {
 		if e := find(es, name); *e.Value != want || *e.Synonyms[0].Value != want {
 			t.Errorf("%s: %q", name, *e.Value)
 		}
+	}
+}
+
+func TestQueuedMaxRequestBytes(t *testing.T) {
+	b, err := New(nil)
+	if err != nil || b.QueuedMaxRequestBytes != 1<<30 {
+		t.Fatalf("default = %d, %v", b.QueuedMaxRequestBytes, err)
+	}
+	if b, err := New(map[string]string{"queued.max.request.bytes": "-1"}); err != nil || b.QueuedMaxRequestBytes != -1 {
+		t.Fatalf("-1: %v %v", b, err)
+	}
+	// As KafkaConfig: a bounded queue must hold the largest request.
+	_, err = New(map[string]string{"queued.max.request.bytes": "1000", "socket.request.max.bytes": "1001"})
+	if err == nil || !strings.Contains(err.Error(), "queued.max.request.bytes") {
+		t.Fatalf("too small: %v", err)
+	}
+	if _, err := New(map[string]string{"queued.max.request.bytes": "1001", "socket.request.max.bytes": "1001"}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -266,6 +266,8 @@ func ResolveTopic(b *Broker, overrides map[string]string) (Topic, error) {
 			MinCleanableDirtyRatio: get("min.cleanable.dirty.ratio").(float64),
 			TimestampType:          ts,
 			MaxMessageBytes:        int(get("max.message.bytes").(int32)),
+			TimestampBeforeMax:     timestampBound(get("message.timestamp.before.max.ms").(int64)),
+			TimestampAfterMax:      timestampBound(get("message.timestamp.after.max.ms").(int64)),
 		},
 		MinInsyncReplicas:           int(get("min.insync.replicas").(int32)),
 		MessageTimestampBeforeMaxMs: get("message.timestamp.before.max.ms").(int64),
@@ -276,6 +278,17 @@ func ResolveTopic(b *Broker, overrides map[string]string) (Topic, error) {
 		t.Log.RetentionBytes = -1
 	}
 	return t, nil
+}
+
+// timestampBound converts message.timestamp.{before,after}.max.ms to the
+// log's bound. The log reads a zero Duration as "Kafka's default", so
+// Kafka's 0 (no skew allowed at all) becomes one nanosecond, which the log
+// compares in whole milliseconds, that is as 0.
+func timestampBound(ms int64) time.Duration {
+	if ms == 0 {
+		return time.Nanosecond
+	}
+	return msDuration(ms)
 }
 
 // msDuration converts milliseconds to a Duration, saturating at

@@ -17,7 +17,8 @@ import (
 //   - v3: flexible
 //   - v4: the batched broker form: many transactions, VerifyOnly, a
 //     top-level error code (KIP-890 part 1); clients use v3 and below
-//   - v5: no change for the transactions v1 path implemented here
+//   - v5: the TRANSACTION_ABORTABLE error (KIP-890); before it a partition
+//     outside the transaction is INVALID_TXN_STATE
 //
 // As KafkaApis.handleAddPartitionsToTxnRequest, a partition of an unknown
 // topic fails with UNKNOWN_TOPIC_OR_PARTITION and the rest of its
@@ -29,7 +30,6 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 	r := req.Msg.(*kmsg.AddPartitionsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	resp.SetVersion(r.Version)
-	fencedIsEpoch := r.Version < 2
 	if r.Version < 4 {
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 		t.TransactionalID, t.ProducerID, t.ProducerEpoch = r.TransactionalID, r.ProducerID, r.ProducerEpoch
@@ -38,7 +38,7 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 			tt.Topic, tt.Partitions = rt.Topic, rt.Partitions
 			t.Topics = append(t.Topics, tt)
 		}
-		codes := addPartitionsOne(ctx, env, t, fencedIsEpoch)
+		codes := addPartitionsOne(ctx, env, r.Version, t)
 		for _, rt := range r.Topics {
 			st := kmsg.NewAddPartitionsToTxnResponseTopic()
 			st.Topic = rt.Topic
@@ -53,7 +53,7 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 		return resp, nil
 	}
 	for _, t := range r.Transactions {
-		codes := addPartitionsOne(ctx, env, t, fencedIsEpoch)
+		codes := addPartitionsOne(ctx, env, r.Version, t)
 		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		st.TransactionalID = t.TransactionalID
 		for _, rt := range t.Topics {
@@ -74,7 +74,8 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 
 // addPartitionsOne handles one transaction of the request and returns a code
 // per partition.
-func addPartitionsOne(ctx context.Context, env *Env, t kmsg.AddPartitionsToTxnRequestTransaction, fencedIsEpoch bool) map[txn.TopicPartition]int16 {
+func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPartitionsToTxnRequestTransaction) map[txn.TopicPartition]int16 {
+	fencedIsEpoch := version < 2
 	codes := map[txn.TopicPartition]int16{}
 	var tps []txn.TopicPartition
 	unknown := false
@@ -108,6 +109,9 @@ func addPartitionsOne(ctx context.Context, env *Env, t kmsg.AddPartitionsToTxnRe
 		}
 		for tp, e := range res {
 			codes[tp] = txnErrorCode(e, fencedIsEpoch)
+			if codes[tp] == kerr.TransactionAbortable.Code && version < 5 {
+				codes[tp] = kerr.InvalidTxnState.Code
+			}
 		}
 	default:
 		err := env.Txn.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)

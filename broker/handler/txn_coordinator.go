@@ -180,11 +180,16 @@ func (c *TxnCoordinator) post(fn func()) bool {
 }
 
 // request runs one request against the shard of id and waits for its
-// reply, which may come only after the state record is appended.
-func (c *TxnCoordinator) request(ctx context.Context, id string, fn func(m *txn.Coordinator, now int64) txn.Output) txn.Reply {
+// reply, which may come only after the state record is appended. Only
+// create (InitProducerId) makes __transaction_state; before it exists no
+// producer id is mapped to a transactional id.
+func (c *TxnCoordinator) request(ctx context.Context, id string, create bool, fn func(m *txn.Coordinator, now int64) txn.Output) txn.Reply {
 	reply := make(chan txn.Reply, 1)
 	err := c.call(ctx, func() {
-		s, err := c.shardFor(id)
+		s, err := c.shardFor(id, create)
+		if errors.Is(err, errNoTxnState) {
+			err = txn.ErrInvalidProducerIDMapping
+		}
 		if err != nil {
 			reply <- txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
 			return
@@ -240,10 +245,18 @@ func (c *TxnCoordinator) appendState(s *txnShard, w txn.Write) error {
 	return nil
 }
 
+// errNoTxnState answers reads of transaction state before any transaction
+// created __transaction_state: no transactional id can be known.
+var errNoTxnState = errors.New("handler: no __transaction_state yet")
+
 // shardFor returns the coordinator of id's __transaction_state partition,
-// creating and loading the topic on first use.
-func (c *TxnCoordinator) shardFor(id string) (*txnShard, error) {
+// loading the topic on first use; create makes the topic if it does not
+// exist (InitProducerId), otherwise its absence is errNoTxnState.
+func (c *TxnCoordinator) shardFor(id string, create bool) (*txnShard, error) {
 	if c.shards == nil {
+		if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); !ok && !create {
+			return nil, errNoTxnState
+		}
 		if err := c.load(true); err != nil {
 			c.env.logger().Warn("transaction coordinator unavailable", "err", err)
 			return nil, err
@@ -288,8 +301,8 @@ func (c *TxnCoordinator) load(create bool) error {
 		}
 	}
 	shards := make(map[int32]*txnShard, len(t.Partitions))
-	for i := range t.Partitions {
-		n := int32(i)
+	for _, tp := range t.Partitions {
+		n := tp.Partition
 		p := c.env.Partitions.Get(log.TopicPartition{Topic: TransactionStateTopic, Partition: n})
 		if p == nil {
 			// The partition manager follows the image synchronously;
@@ -454,7 +467,7 @@ func (c *TxnCoordinator) gate(producerID int64) *sync.RWMutex {
 // transactional path of 22_init_producer_id.go). pid and epoch are -1
 // unless the producer recovers (KIP-360). The error is nil or a txn error.
 func (c *TxnCoordinator) InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
-	r := c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+	r := c.request(ctx, transactionalID, true, func(m *txn.Coordinator, now int64) txn.Output {
 		return m.InitProducerID(txn.InitRequest{TransactionalID: transactionalID, TimeoutMs: timeoutMs,
 			ProducerID: pid, ProducerEpoch: epoch}, now)
 	})
@@ -465,7 +478,7 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, transactionalID str
 // (AddPartitionsToTxn v0-3, and AddOffsetsToTxn with the group's
 // __consumer_offsets partition).
 func (c *TxnCoordinator) AddPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition) error {
-	return c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+	return c.request(ctx, transactionalID, false, func(m *txn.Coordinator, now int64) txn.Output {
 		return m.AddPartitions(txn.AddPartitionsRequest{TransactionalID: transactionalID, ProducerID: pid,
 			ProducerEpoch: epoch, Partitions: tps}, now)
 	}).Err
@@ -475,7 +488,7 @@ func (c *TxnCoordinator) AddPartitions(ctx context.Context, transactionalID stri
 // the decision is in __transaction_state; markers follow in the
 // background.
 func (c *TxnCoordinator) EndTxn(ctx context.Context, transactionalID string, pid int64, epoch int16, commit bool) error {
-	return c.request(ctx, transactionalID, func(m *txn.Coordinator, now int64) txn.Output {
+	return c.request(ctx, transactionalID, false, func(m *txn.Coordinator, now int64) txn.Output {
 		return m.EndTxn(txn.EndTxnRequest{TransactionalID: transactionalID, ProducerID: pid,
 			ProducerEpoch: epoch, Commit: commit}, now)
 	}).Err
@@ -487,7 +500,10 @@ func (c *TxnCoordinator) Verify(ctx context.Context, transactionalID string, pid
 	var res map[txn.TopicPartition]error
 	var verr error
 	err := c.call(ctx, func() {
-		s, err := c.shardFor(transactionalID)
+		s, err := c.shardFor(transactionalID, false)
+		if errors.Is(err, errNoTxnState) {
+			err = txn.ErrInvalidProducerIDMapping
+		}
 		if err != nil {
 			verr = err
 			return
@@ -532,7 +548,10 @@ func (c *TxnCoordinator) DescribeTransaction(ctx context.Context, transactionalI
 			derr = txn.ErrInvalidRequest
 			return
 		}
-		s, err := c.shardFor(transactionalID)
+		s, err := c.shardFor(transactionalID, false)
+		if errors.Is(err, errNoTxnState) {
+			err = txn.ErrTransactionalIDNotFound
+		}
 		if err != nil {
 			derr = err
 			return

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/record"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
@@ -30,6 +31,9 @@ func init() {
 		{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable.Code},
 		{txn.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress.Code},
 		{txn.ErrUnknown, kerr.UnknownServerError.Code},
+		// A marker with an older coordinator epoch than the partition
+		// has seen (WriteTxnMarkers from a stale coordinator or tool).
+		{log.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced.Code},
 	} {
 		registerErrorCode(e.err, e.code)
 	}
@@ -88,9 +92,14 @@ func InitTransactionalProducerID(ctx context.Context, env *Env, r *kmsg.InitProd
 func txnAppendGuard(env *Env, transactionalID *string, timeoutMs int32, version int16, topic string, part int32, records []byte) (func(), int16) {
 	noop := func() {}
 	b, _, err := record.Next(records)
-	if err != nil || len(b) < record.HeaderSize || !b.Transactional() || transactionalID == nil {
+	if err != nil || len(b) < record.HeaderSize || !b.Transactional() {
 		// Malformed sets are refused by the append itself.
 		return noop, 0
+	}
+	if transactionalID == nil {
+		// As KafkaApis.handleProduceRequest: transactional records need
+		// the request's transactional id.
+		return nil, kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	if env.Txn == nil {
 		return noop, kerr.NotEnoughReplicas.Code

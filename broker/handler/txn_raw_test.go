@@ -82,6 +82,29 @@ func (r rawTxn) add(version int16, id string, pid int64, epoch int16, topic stri
 	return out
 }
 
+// verify sends the batched broker form of AddPartitionsToTxn with
+// VerifyOnly for t-0 and u-0 and returns the code of each.
+func (r rawTxn) verify(version int16, id string, pid int64, epoch int16) map[string]int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = version
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
+	for _, topic := range []string{"t", "u"} {
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = topic, []int32{0}
+		tx.Topics = append(tx.Topics, tt)
+	}
+	req.Transactions = append(req.Transactions, tx)
+	resp := r.req(req).(*kmsg.AddPartitionsToTxnResponse)
+	out := map[string]int16{}
+	for _, st := range resp.Transactions[0].Topics {
+		for _, sp := range st.Partitions {
+			out[fmt.Sprintf("%s-%d", st.Topic, sp.Partition)] = sp.ErrorCode
+		}
+	}
+	return out
+}
+
 func (r rawTxn) end(version int16, id string, pid int64, epoch int16, commit bool) int16 {
 	req := kmsg.NewPtrEndTxnRequest()
 	req.Version = version
@@ -133,11 +156,45 @@ func (r rawTxn) fetch(topic string) (int64, []kmsg.FetchResponseTopicPartitionAb
 	return p.LastStableOffset, p.AbortedTransactions
 }
 
+// txnStart returns the CurrentTxnStartOffset DescribeProducers reports for
+// pid on partition 0 of topic (KIP-664's way to find hanging transactions).
+func (r rawTxn) txnStart(topic string, pid int64) int64 {
+	r.t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := r.req(req).(*kmsg.DescribeProducersResponse)
+	for _, p := range resp.Topics[0].Partitions[0].ActiveProducers {
+		if p.ProducerID == pid {
+			return p.CurrentTxnStartOffset
+		}
+	}
+	r.t.Fatalf("producer %d not active on %s-0", pid, topic)
+	return 0
+}
+
 func TestTxnRawProtocol(t *testing.T) {
 	b := brokertest.Start(t)
 	createTopic(t, b, "t", 2)
+	createTopic(t, b, "u", 1)
 	r := newRawTxn(t, b)
 
+	// Before any transaction, reads find nothing and create nothing.
+	d0 := kmsg.NewPtrDescribeTransactionsRequest()
+	d0.TransactionalIDs = []string{"raw"}
+	if c := r.req(d0).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode; c != kerr.TransactionalIDNotFound.Code {
+		t.Errorf("describe before any transaction: %v", kerr.ErrorForCode(c))
+	}
+	if l := r.req(kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse); l.ErrorCode != 0 || len(l.TransactionStates) != 0 {
+		t.Errorf("list before any transaction: %+v", l)
+	}
+	if codes := r.add(3, "raw", 1, 0, "t", 0); codes[0] != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("add before any transaction: %v", kerr.ErrorForCode(codes[0]))
+	}
+	if tl, err := b.Admin(t).ListTopics(txnCtx(t), "__transaction_state"); err != nil || tl.Has("__transaction_state") {
+		t.Errorf("__transaction_state exists before InitProducerId: %v", err)
+	}
 	if resp := r.init("raw", 4, 900001); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
 		t.Errorf("timeout above max: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -158,11 +215,27 @@ func TestTxnRawProtocol(t *testing.T) {
 	if codes := r.add(3, "raw", pid, 0, "t", 0, 1); codes[0] != 0 || codes[1] != 0 {
 		t.Fatalf("add: %v", codes)
 	}
+	// The broker form (v4+, VerifyOnly) checks membership without adding.
+	for _, c := range []struct {
+		version int16
+		want    int16
+	}{{4, kerr.InvalidTxnState.Code}, {5, kerr.TransactionAbortable.Code}} {
+		got := r.verify(c.version, "raw", pid, 0)
+		if got["t-0"] != 0 || got["u-0"] != c.want {
+			t.Errorf("verify v%d = %v, want t-0 ok and u-0 %v", c.version, got, kerr.ErrorForCode(c.want))
+		}
+	}
+	if got := r.verify(5, "raw", pid, 3); got["t-0"] != kerr.ProducerFenced.Code {
+		t.Errorf("verify with a stale epoch = %v", got)
+	}
 	if code := r.produce("raw", pid, 0, 0, "t", 0, "a", "b"); code != 0 {
 		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 	}
 	if lso, _ := r.fetch("t"); lso != 0 {
 		t.Errorf("LSO with an open transaction at 0 = %d", lso)
+	}
+	if start := r.txnStart("t", pid); start != 0 {
+		t.Errorf("DescribeProducers: open transaction starts at %d, want 0", start)
 	}
 	// Fencing errors by version (KIP-588).
 	if code := r.end(1, "raw", pid, 7, true); code != kerr.InvalidProducerEpoch.Code {
@@ -179,6 +252,9 @@ func TestTxnRawProtocol(t *testing.T) {
 	}
 	// The markers are written in the background; the LSO moves past them.
 	waitFor(t, func() bool { lso, _ := r.fetch("t"); return lso == 3 })
+	if start := r.txnStart("t", pid); start != -1 {
+		t.Errorf("DescribeProducers after abort: transaction starts at %d, want -1", start)
+	}
 	_, aborted := r.fetch("t")
 	if len(aborted) != 1 || aborted[0].ProducerID != pid || aborted[0].FirstOffset != 0 {
 		t.Errorf("aborted transactions = %+v", aborted)
@@ -238,6 +314,14 @@ func TestTxnRawProtocol(t *testing.T) {
 	lr.TransactionalIDPattern = &bad
 	if c := r.req(lr).(*kmsg.ListTransactionsResponse).ErrorCode; c != kerr.InvalidRegularExpression.Code {
 		t.Errorf("bad pattern: %v", kerr.ErrorForCode(c))
+	}
+
+	// The last stable offset and the aborted list survive a restart.
+	b.Restart(t)
+	r = newRawTxn(t, b)
+	lso, aborted := r.fetch("t")
+	if lso != 3 || len(aborted) != 1 || aborted[0].ProducerID != pid || aborted[0].FirstOffset != 0 {
+		t.Errorf("after restart: LSO %d, aborted %+v", lso, aborted)
 	}
 }
 

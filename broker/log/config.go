@@ -105,6 +105,18 @@ type Options struct {
 	// producer.id.expiration.check.interval.ms (default 10 minutes).
 	ProducerIDExpirationCheckInterval time.Duration
 
+	// CleanerBackoff is log.cleaner.backoff.ms: how long the background
+	// cleaner sleeps when no log needs cleaning (default 15 s). Negative
+	// disables the background cleaner; CleanOnce still works.
+	CleanerBackoff time.Duration
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size (default
+	// 128 MiB): it bounds the keys one cleaning pass maps, at Kafka's 24
+	// bytes per key, and so the work of one pass.
+	CleanerDedupeBufferSize int64
+	// CleanerIOBufferLoadFactor is log.cleaner.io.buffer.load.factor
+	// (default 0.9), the fill limit of the dedupe map.
+	CleanerIOBufferLoadFactor float64
+
 	// ClusterID and NodeID are written to meta.properties when it is missing.
 	ClusterID string
 	NodeID    int32
@@ -131,6 +143,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProducerIDExpiration == 0 {
 		o.ProducerIDExpiration = 24 * time.Hour
+	}
+	if o.CleanerBackoff == 0 {
+		o.CleanerBackoff = 15 * time.Second
+	}
+	if o.CleanerDedupeBufferSize <= 0 {
+		o.CleanerDedupeBufferSize = 128 << 20
+	}
+	if o.CleanerIOBufferLoadFactor <= 0 || o.CleanerIOBufferLoadFactor > 1 {
+		o.CleanerIOBufferLoadFactor = 0.9
 	}
 	if o.ProducerIDExpirationCheckInterval <= 0 {
 		o.ProducerIDExpirationCheckInterval = 10 * time.Minute

@@ -33,7 +33,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 var testTP = TopicPartition{Topic: "orders", Partition: 3}
 
 func testOpts(c *fakeClock) Options {
-	return Options{Clock: c.Now, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour, RetentionCheckInterval: -1}
+	return Options{Clock: c.Now, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour, RetentionCheckInterval: -1, CleanerBackoff: -1}
 }
 
 func smallConfig() Config {

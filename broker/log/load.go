@@ -32,6 +32,7 @@ func openLog(p loadParams, opts *Options, m *Manager) (*Log, error) {
 	cfg := p.cfg.normalize()
 	l.cfg.Store(&cfg)
 	l.firstUnstable.Store(-1)
+	l.cleanPoint.Store(-1)
 	l.lastFlushNs.Store(opts.Clock().UnixNano())
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
@@ -450,6 +451,7 @@ func (l *Log) Truncate(offset int64) error {
 }
 
 func (l *Log) truncateLocked(offset int64) error {
+	l.truncatedForCleaner(offset)
 	segs := l.segments()
 	i := floorSegment(segs, offset)
 	for _, s := range segs[i+1:] {
@@ -460,7 +462,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	kept := append([]*segment(nil), segs[:i+1]...)
 	l.segs.Store(&kept)
 	s := kept[i]
-	_, pos, _, found, err := s.find(offset, s.size.Load())
+	var sc scanner
+	pos, _, found, err := s.find(&sc, offset, s.size.Load())
+	sc.release()
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,12 @@ type Log struct {
 	err           atomic.Pointer[error]
 	closed        atomic.Bool
 
+	// Cleaner state (see cleaner.go): the first dirty offset from
+	// cleaner-offset-checkpoint (-1 when none), and a generation bumped by
+	// every truncation so that a cleaning pass overlapping one is aborted.
+	cleanPoint atomic.Int64
+	cleanGen   atomic.Int64
+
 	// Flush bookkeeping (see flush.go).
 	flushMu       sync.Mutex
 	unflushedMsgs atomic.Int64
@@ -467,7 +473,10 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOne bool) (Re
 				s.unref()
 				return res, nil
 			}
-			res.Regions = []Region{&region{s: s, off: pos, n: n}}
+			// One allocation holds the region and the slice naming it.
+			h := &oneRegion{r: region{s: s, off: pos, n: n}}
+			h.arr[0] = &h.r
+			res.Regions = h.arr[:]
 			res.Size = int(n)
 			return res, nil
 		}

@@ -44,6 +44,7 @@ type Manager struct {
 	ckptMu    sync.Mutex
 	wasClean  bool
 	loadStats LoadStats
+	cleaner   cleanerState
 }
 
 // LoadStats describes what Open found.
@@ -144,6 +145,7 @@ func Open(dir string, opts Options) (*Manager, error) {
 	m.flusher.done.Add(1)
 	go m.flusher.run()
 	go m.background()
+	m.startCleaner()
 	ok = true
 	return m, nil
 }
@@ -280,6 +282,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	m.removeAsync(dst)
+	if err := m.forgetCleaner(tp); err != nil {
+		return err
+	}
 	return m.WriteCheckpoints()
 }
 

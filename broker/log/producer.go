@@ -141,6 +141,11 @@ func (ps *producerState) stage(b record.Batch, validate bool) (dup batchMeta, is
 	e := ps.stagedEntry(pid)
 	epoch := b.ProducerEpoch()
 	if b.Control() {
+		if b.RecordCount() == 0 {
+			// An empty control batch is a marker whose whole transaction
+			// the cleaner removed: nothing to apply (ProducerAppendInfo.append).
+			return batchMeta{}, false, nil
+		}
 		marker, err := b.ControlOf()
 		if err != nil {
 			return batchMeta{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)

@@ -14,6 +14,13 @@ type region struct {
 	released atomic.Bool
 }
 
+// oneRegion is a region and the one-element slice a Read returns it in,
+// allocated together.
+type oneRegion struct {
+	r   region
+	arr [1]Region
+}
+
 // Len returns the region's size in bytes.
 func (r *region) Len() int { return int(r.n) }
 

@@ -100,28 +100,34 @@ func openSegment(dir string, base int64, cfg *Config) (*segment, error) {
 }
 
 func (s *segment) openFiles(cfg *Config, create bool) error {
+	return s.openFilesSuffix(cfg, create, "")
+}
+
+// openFilesSuffix opens the segment's files with extra appended to each
+// name (the cleaner's .cleaned files).
+func (s *segment) openFilesSuffix(cfg *Config, create bool, extra string) error {
 	flags := os.O_RDWR | os.O_CREATE
 	if create {
 		flags |= os.O_TRUNC
 	}
-	f, err := os.OpenFile(segmentPath(s.dir, s.base, logSuffix), flags, 0o644)
+	f, err := os.OpenFile(segmentPath(s.dir, s.base, logSuffix+extra), flags, 0o644)
 	if err != nil {
 		return err
 	}
 	s.f = f
-	ix, err := openIndex(segmentPath(s.dir, s.base, indexSuffix), offsetEntrySize, cfg.SegmentIndexBytes, create)
+	ix, err := openIndex(segmentPath(s.dir, s.base, indexSuffix+extra), offsetEntrySize, cfg.SegmentIndexBytes, create)
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
 	s.oi = &offsetIndex{index: ix, base: s.base}
-	tx, err := openIndex(segmentPath(s.dir, s.base, timeIndexSuffix), timeEntrySize, cfg.SegmentIndexBytes, create)
+	tx, err := openIndex(segmentPath(s.dir, s.base, timeIndexSuffix+extra), timeEntrySize, cfg.SegmentIndexBytes, create)
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
 	s.ti = &timeIndex{index: tx, base: s.base}
-	txn, err := openTxnIndex(segmentPath(s.dir, s.base, txnIndexSuffix), create)
+	txn, err := openTxnIndex(segmentPath(s.dir, s.base, txnIndexSuffix+extra), create)
 	if err != nil {
 		s.closeFiles()
 		return err
@@ -278,29 +284,46 @@ func (s *segment) remove() error {
 
 // scanner walks batch headers of a segment file through a read buffer, so a
 // read of many small batches costs few system calls.
+//
+// The read buffer comes from a pool and goes back on release, so a Read in
+// steady state allocates no buffer; the hot path keeps the scanner itself
+// on its stack (reset instead of newScanner). Concurrent readers each hold
+// their own buffer: nothing mutable is shared.
 type scanner struct {
-	f       *os.File
-	pos     int64 // position of the next batch
-	end     int64
-	buf     []byte
-	bufPos  int64
-	bufLen  int
-	hdrCopy [record.HeaderSize]byte
+	f      *os.File
+	pos    int64 // position of the next batch
+	end    int64
+	bufp   *[]byte // pooled; nil after release
+	buf    []byte
+	bufPos int64
+	bufLen int
 }
 
 var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func newScanner(f *os.File, pos, end int64) *scanner {
-	return &scanner{f: f, pos: pos, end: end, buf: *scanBufs.Get().(*[]byte)}
+	sc := &scanner{}
+	sc.reset(f, pos, end)
+	return sc
+}
+
+// reset points the scanner at [pos, end) of f, taking a pooled buffer if
+// it holds none.
+func (sc *scanner) reset(f *os.File, pos, end int64) {
+	sc.f, sc.pos, sc.end = f, pos, end
+	sc.bufPos, sc.bufLen = 0, 0
+	if sc.bufp == nil {
+		sc.bufp = scanBufs.Get().(*[]byte)
+	}
+	sc.buf = *sc.bufp
 }
 
 // release returns the read buffer to the pool; the scanner and any header
 // it returned must not be used afterwards.
 func (sc *scanner) release() {
-	if sc.buf != nil {
-		b := sc.buf
-		sc.buf = nil
-		scanBufs.Put(&b)
+	if sc.bufp != nil {
+		scanBufs.Put(sc.bufp)
+		sc.bufp, sc.buf = nil, nil
 	}
 }
 
@@ -338,16 +361,17 @@ func (sc *scanner) next() (hdr record.Batch, pos int64, ok bool, err error) {
 // find returns the position of the first batch whose last offset is >= target,
 // starting from the index (LogSegment.translateOffset). found is false when
 // the segment holds no such batch.
-func (s *segment) find(target int64, end int64) (sc *scanner, pos int64, hdr record.Batch, found bool, err error) {
+// The caller provides the scanner (reset here) and releases it.
+func (s *segment) find(sc *scanner, target int64, end int64) (pos int64, hdr record.Batch, found bool, err error) {
 	_, start := s.oi.lookup(target)
-	sc = newScanner(s.f, start, end)
+	sc.reset(s.f, start, end)
 	for {
 		h, p, ok, err := sc.next()
 		if err != nil || !ok {
-			return sc, 0, nil, false, err
+			return 0, nil, false, err
 		}
 		if h.LastOffset() >= target {
-			return sc, p, h, true, nil
+			return p, h, true, nil
 		}
 	}
 }
@@ -357,8 +381,9 @@ func (s *segment) find(target int64, end int64) (sc *scanner, pos int64, hdr rec
 // maxBytes unless minOne allows a larger first batch (LogSegment.read).
 func (s *segment) read(offset int64, maxBytes int, maxOffset int64, minOne bool) (start, length int64, found bool, err error) {
 	end := s.size.Load()
-	sc, pos, h, found, err := s.find(offset, end)
+	var sc scanner
 	defer sc.release()
+	pos, h, found, err := s.find(&sc, offset, end)
 	if err != nil || !found {
 		return 0, 0, false, err
 	}

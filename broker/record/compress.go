@@ -127,6 +127,12 @@ func snappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	return dst[:start+n], nil
 }
 
+// zstdEncoder returns a shared encoder: building one costs far more than
+// compressing a batch, and EncodeAll is safe for concurrent use.
+var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+})
+
 // Compress compresses a records payload with codec, in the framing Kafka's
 // Java client writes: gzip member, xerial-framed snappy, LZ4 frame, zstd frame.
 func Compress(codec Codec, src []byte) ([]byte, error) {
@@ -167,16 +173,11 @@ func Compress(codec Codec, src []byte) ([]byte, error) {
 			return nil, err
 		}
 	case CodecZstd:
-		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		enc, err := zstdEncoder()
 		if err != nil {
 			return nil, err
 		}
-		if _, err := w.Write(src); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
+		return enc.EncodeAll(src, nil), nil
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrCodec, codec)
 	}

@@ -466,7 +466,9 @@ func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) Output {
 	if err != nil {
 		return reply(err)
 	}
-	if m.hasPending {
+	if m.hasPending || m.awaitingMarkers {
+		// While markers are written Kafka holds the pending transition
+		// to Complete*: any EndTxn is retried.
 		return reply(ErrConcurrentTransactions)
 	}
 	switch m.state {

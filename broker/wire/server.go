@@ -2,7 +2,9 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -74,8 +76,13 @@ type Server struct {
 	// MaxInFlight bounds the responses queued for one connection's writer
 	// before its reader stops reading; 0 means 16.
 	MaxInFlight int
-	Logger      *slog.Logger
-	Observer    Observer
+	// Budget is queued.max.request.bytes, shared by every connection:
+	// each request reserves its worst-case decoded size (Reservation)
+	// before its body is read and releases it when its handler returns.
+	// nil is unbounded.
+	Budget   *Budget
+	Logger   *slog.Logger
+	Observer Observer
 
 	mu     sync.Mutex
 	lns    map[net.Listener]struct{}
@@ -208,23 +215,14 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) 
 	}
 	remote := c.RemoteAddr().String()
 	for {
-		if s.IdleTimeout > 0 {
-			if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
-				return err
-			}
-		}
-		frame, err := ReadFrame(c, max)
+		frame, reserved, err := s.readRequest(ctx, c, max)
 		if err != nil {
 			return err
 		}
 		if s.Observer != nil {
 			s.Observer.BytesIn(len(frame) + 4)
 		}
-		h, body, err := ParseRequestHeader(frame)
-		if err != nil {
-			return err
-		}
-		resp, err := s.Dispatcher.Dispatch(ctx, &Request{Header: h, Body: body, Remote: remote})
+		resp, err := s.handle(ctx, frame, reserved, remote)
 		if err != nil {
 			resp.release()
 			return err
@@ -232,13 +230,111 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) 
 		if resp.Msg == nil && resp.Body == nil {
 			continue
 		}
+		h := resp.header
 		select {
-		case out <- outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp}:
+		case out <- outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp.Response}:
 		case <-ctx.Done():
 			resp.release()
 			return ctx.Err()
 		}
 	}
+}
+
+type handled struct {
+	Response
+	header RequestHeader
+}
+
+// handle parses frame's header and dispatches it. The reservation made for
+// the frame is trimmed to the scanned estimate where there is one, and
+// released when the dispatcher returns: the decoded request is garbage then.
+func (s *Server) handle(ctx context.Context, frame []byte, reserved int64, remote string) (handled, error) {
+	defer func() { s.Budget.Release(reserved) }()
+	h, body, err := ParseRequestHeader(frame)
+	if err != nil {
+		return handled{}, err
+	}
+	if sizeScanned(h.Key) && reserved > 0 {
+		if est, ok := sizeEstimate(h.Key, h.Version, body); ok && est < reserved {
+			s.Budget.Release(reserved - est)
+			reserved = est
+		}
+	}
+	resp, err := s.Dispatcher.Dispatch(ctx, &Request{Header: h, Body: body, Remote: remote})
+	return handled{Response: resp, header: h}, err
+}
+
+// readRequest reads one request frame. As Kafka's NetworkReceive it refuses a
+// length above max before reading the body; it then reads the api key and
+// version, refuses an unknown key or a frame above the key's APIFrameCap,
+// and reserves the frame's worst-case decoded size from the Budget (waiting,
+// with the connection unread, while the budget is spent) before it
+// allocates the body. The returned reservation is 0 when there is no budget.
+func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) ([]byte, int64, error) {
+	if s.IdleTimeout > 0 {
+		if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
+			return nil, 0, err
+		}
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(c, hdr[:4]); err != nil {
+		return nil, 0, err
+	}
+	n := int32(binary.BigEndian.Uint32(hdr[:4]))
+	switch {
+	case n < 0:
+		return nil, 0, fmt.Errorf("%w: %d", ErrNegativeFrame, n)
+	case n == 0:
+		return nil, 0, ErrEmptyFrame
+	case n > max:
+		return nil, 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+	case n < 4:
+		// Too short for a header; read it so the parser says why.
+		frame := make([]byte, n)
+		_, err := io.ReadFull(c, frame)
+		return frame, 0, noEOF(err)
+	}
+	if _, err := io.ReadFull(c, hdr[4:8]); err != nil {
+		return nil, 0, noEOF(err)
+	}
+	key := int16(binary.BigEndian.Uint16(hdr[4:]))
+	version := int16(binary.BigEndian.Uint16(hdr[6:]))
+	if kmsg.RequestForKey(key) == nil {
+		return nil, 0, fmt.Errorf("%w %d", ErrUnknownAPIKey, key)
+	}
+	if limit := APIFrameCap(key, version, max); n > limit {
+		return nil, 0, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
+	}
+	var reserved int64
+	if s.Budget != nil {
+		reserved = Reservation(key, version, n)
+		if err := s.Budget.Acquire(ctx, reserved); err != nil {
+			return nil, 0, err
+		}
+		if s.IdleTimeout > 0 {
+			// Time spent waiting for the budget is the broker's, not
+			// the client's idleness.
+			if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
+				s.Budget.Release(reserved)
+				return nil, 0, err
+			}
+		}
+	}
+	frame := make([]byte, n)
+	copy(frame, hdr[4:8])
+	if _, err := io.ReadFull(c, frame[4:]); err != nil {
+		s.Budget.Release(reserved)
+		return nil, 0, noEOF(err)
+	}
+	return frame, reserved, nil
+}
+
+// noEOF turns an EOF inside a frame into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // writeLoop writes responses in the order the reader queued them. After a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -147,5 +148,36 @@ func TestBrokerProduceConsumeAndDumpLog(t *testing.T) {
 	}
 	if !strings.Contains(out, "payload: hello-oracle") || !strings.Contains(out, "key: k") {
 		t.Fatalf("dump log output lacks the record:\n%s", out)
+	}
+}
+
+func TestMissingToolsAreNamed(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("JAVA_HOME", "")
+	t.Setenv("PATH", t.TempDir())
+	_, err := Ensure(ctx)
+	if !errors.Is(err, ErrToolMissing) || !strings.Contains(err.Error(), "install a Java 17+ runtime") {
+		t.Errorf("without java: %v", err)
+	}
+
+	java, lookErr := exec.LookPath("java")
+	if lookErr != nil {
+		t.Skip("no java here to build a PATH with java but without mvn")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(java, filepath.Join(bin, "java")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("CASCADE_CACHE_DIR", t.TempDir())
+	_, err = Ensure(ctx)
+	if !errors.Is(err, ErrToolMissing) || !strings.Contains(err.Error(), "install Apache Maven") {
+		t.Errorf("without mvn and an empty cache: %v", err)
+	}
+}
+
+func TestEnsureRejectsBadVersion(t *testing.T) {
+	if _, err := EnsureVersion(context.Background(), "4.4.0; rm -rf /"); err == nil {
+		t.Error("a version with shell characters was accepted")
 	}
 }

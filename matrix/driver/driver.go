@@ -81,8 +81,12 @@ func Register(client string, open Opener) {
 	registry[client] = open
 }
 
-// Lookup returns the opener registered for client.
+// Lookup returns the opener for client: the selected runtime's (see
+// RuntimeEnv) when it runs that client, else the one registered.
 func Lookup(client string) (Opener, bool) {
+	if o, ok := runtimeOpener(client); ok {
+		return o, true
+	}
 	regMu.Lock()
 	defer regMu.Unlock()
 	o, ok := registry[client]

@@ -36,15 +36,18 @@ func ProcessOpener(spec ProcessSpec) Opener {
 	}
 }
 
-// process is a Driver backed by a child process.
+// process is a Driver backed by a child process, or by any other program
+// reached through a Stream (a container).
 type process struct {
 	spec   ProcessSpec
-	cmd    *exec.Cmd
+	kill   func() error // Ends the program at once.
 	stdin  io.WriteCloser
 	out    *bufio.Scanner
-	stderr *tailBuffer
+	stderr fmt.Stringer // The tail of the program's log.
 	info   Info
-	exited chan struct{}
+	exited <-chan struct{}
+	// release runs once in Close after the program ended (or nil).
+	release func() error
 
 	mu     sync.Mutex // Serialises commands: one in flight at a time.
 	nextID int64
@@ -67,15 +70,23 @@ func StartProcess(ctx context.Context, spec ProcessSpec, bootstrap string) (Driv
 	if err != nil {
 		return nil, fmt.Errorf("driver %s: %w", spec.Client, err)
 	}
-	p := &process{spec: spec, cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	tail := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = tail
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("driver %s: start %v: %w", spec.Client, spec.Argv, err)
 	}
+	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // The exit is reported through broken calls and Close.
-		close(p.exited)
+		close(exited)
 	}()
+	p := &process{spec: spec, kill: cmd.Process.Kill, stdin: stdin, stderr: tail, exited: exited}
+	return p.hello(ctx, stdout, bootstrap)
+}
+
+// hello starts reading the program's answers from stdout and sends hello.
+func (p *process) hello(ctx context.Context, stdout io.Reader, bootstrap string) (Driver, error) {
+	spec := p.spec
 	p.out = bufio.NewScanner(stdout)
 	p.out.Buffer(make([]byte, 64<<10), MaxLine)
 
@@ -138,7 +149,7 @@ func (p *process) call(ctx context.Context, op string, args, out any) error {
 	}()
 	select {
 	case <-ctx.Done():
-		_ = p.cmd.Process.Kill() // Unblocks the reader; the process is now broken.
+		_ = p.kill() // Unblocks the reader; the process is now broken.
 		<-done
 		return p.fail(fmt.Errorf("driver %s: %s: %w", p.spec.Client, op, ctx.Err()))
 	case rr := <-done:
@@ -247,14 +258,26 @@ func (p *process) Close() error {
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill() // Wait in the reaper goroutine reports it.
+		_ = p.kill() // Wait in the reaper goroutine reports it.
 		<-p.exited
-		return fmt.Errorf("driver %s did not exit after close and was killed", p.spec.Client)
+		return errors.Join(fmt.Errorf("driver %s did not exit after close and was killed", p.spec.Client), p.releaseOnce())
 	}
 	if err != nil && !errors.Is(err, p.brokenErr()) {
-		return err
+		return errors.Join(err, p.releaseOnce())
 	}
-	return nil
+	return p.releaseOnce()
+}
+
+// releaseOnce runs release, if any, once.
+func (p *process) releaseOnce() error {
+	p.mu.Lock()
+	r := p.release
+	p.release = nil
+	p.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r()
 }
 
 func (p *process) brokenErr() error {

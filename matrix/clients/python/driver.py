@@ -251,6 +251,15 @@ def record_out(partition, offset, key, value, headers, timestamp_ms):
     return out
 
 
+def next_offsets(records):
+    """Returns [(partition, next offset)] after the given consumed records,
+    sorted by partition: what a member commits after returning them."""
+    nxt = {}
+    for r in records:
+        nxt[r["partition"]] = max(nxt.get(r["partition"], 0), r["offset"] + 1)
+    return sorted(nxt.items())
+
+
 def end_transaction(records_failed, args, commit, abort):
     """Commits the command's transaction, or aborts it when a record failed
     or the command asked for an abort (txn_abort)."""
@@ -497,6 +506,81 @@ class ConfluentDriver:
         tp = self.ck.TopicPartition(args["topic"], args.get("partition", 0), args["before"])
         res = self._one(self.admin.delete_records([tp], request_timeout=REQUEST_TIMEOUT_S))
         return {"low_watermark": res.low_watermark}
+
+    # librdkafka's classic assignors (partition.assignment.strategy); it has
+    # no eager "sticky" assignor.
+    ASSIGNORS = {"range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky"}
+
+    def group_consume(self, args):
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": "matrix-py-confluent-group",
+            "group.id": args["group"],
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 200,
+        }
+        protocol, assignor = args.get("protocol") or "classic", args.get("assignor")
+        if protocol == "classic":
+            if assignor:
+                if assignor not in self.ASSIGNORS:
+                    raise unsupported("librdkafka has no %s assignor" % assignor)
+                conf["partition.assignment.strategy"] = self.ASSIGNORS[assignor]
+        elif protocol == "consumer":
+            conf["group.protocol"] = "consumer"  # KIP-848, librdkafka 2.4+.
+        else:
+            raise DriverError("CLIENT_ERROR", "unknown group protocol %r" % protocol)
+        if args.get("instance_id"):
+            conf["group.instance.id"] = args["instance_id"]
+        c = self.ck.Consumer(conf)
+        closed = False
+        try:
+            topic, count = args["topic"], args.get("count", 0)
+            c.subscribe([topic])
+            out = {"records": []}
+            dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
+            while len(out["records"]) < count and dl.left() > 0:
+                msg = c.poll(min(dl.left(), 0.1))
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.fatal() or err.code() >= 0:
+                        raise self.error(err)
+                    continue
+                _, ts = msg.timestamp()
+                out["records"].append(record_out(msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                                 msg.headers(), ts))
+            if args.get("commit") and out["records"]:
+                nxt = next_offsets(out["records"])
+                try:
+                    done = c.commit(offsets=[self.ck.TopicPartition(topic, p, o) for p, o in nxt], asynchronous=False)
+                except self.ck.KafkaException as e:
+                    raise self.error(e)
+                for tp in done or []:
+                    if tp.error is not None:
+                        raise self.error(tp.error)
+                out["committed"] = [{"partition": p, "offset": o} for p, o in nxt]
+            closed = True
+            c.close()  # Leaves the group, except for a static member.
+            return out
+        finally:
+            if not closed:
+                c.close()
+
+    def fetch_committed(self, args):
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        req = ConsumerGroupTopicPartitions(args["group"], [self.ck.TopicPartition(args["topic"], args.get("partition", 0))])
+        res = self._one(self.admin.list_consumer_group_offsets([req], request_timeout=REQUEST_TIMEOUT_S))
+        for tp in res.topic_partitions:
+            if tp.error is not None:
+                raise self.error(tp.error)
+            return {"offset": tp.offset if tp.offset >= 0 else -1}  # OFFSET_INVALID: nothing committed.
+        raise DriverError("CLIENT_ERROR", "list_consumer_group_offsets result lacks the partition")
+
+    def delete_group(self, args):
+        self._one(self.admin.delete_consumer_groups([args["group"]], request_timeout=REQUEST_TIMEOUT_S))
+        return {}
 
 
 # --- kafka-python ------------------------------------------------------------
@@ -765,11 +849,80 @@ class KafkaPythonDriver:
         res = self._admin_call(a.delete_records, {tp: args["before"]}, timeout_ms=REQUEST_TIMEOUT_S * 1000)
         return {"low_watermark": res[tp]["low_watermark"]}
 
+    def group_consume(self, args):
+        E = self.errors
+        protocol, assignor = args.get("protocol") or "classic", args.get("assignor")
+        if protocol == "consumer":
+            raise unsupported("kafka-python has no KIP-848 consumer group protocol (group.protocol=consumer)")
+        if protocol != "classic":
+            raise DriverError("CLIENT_ERROR", "unknown group protocol %r" % protocol)
+        conf = {"bootstrap_servers": self.bootstrap, "client_id": "matrix-py-kafka-group", "group_id": args["group"],
+                "enable_auto_commit": False, "auto_offset_reset": "earliest", "fetch_max_wait_ms": 200,
+                "request_timeout_ms": REQUEST_TIMEOUT_S * 1000}
+        if assignor:
+            conf["partition_assignment_strategy"] = (self._assignor(assignor),)
+        if args.get("instance_id"):
+            conf["group_instance_id"] = args["instance_id"]
+        try:
+            c = self.kafka.KafkaConsumer(**conf)
+        except E.KafkaError as e:
+            raise self.error(e)
+        try:
+            topic, count = args["topic"], args.get("count", 0)
+            out = {"records": []}
+            c.subscribe([topic])
+            dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
+            while len(out["records"]) < count and dl.left() > 0:
+                batch = c.poll(timeout_ms=int(min(dl.left(), 0.2) * 1000) + 1, max_records=count - len(out["records"]))
+                for recs in batch.values():
+                    for rec in recs:
+                        out["records"].append(record_out(rec.partition, rec.offset, rec.key, rec.value,
+                                                         rec.headers, rec.timestamp))
+            if args.get("commit") and out["records"]:
+                nxt = next_offsets(out["records"])
+                c.commit({self.kafka.TopicPartition(topic, p): self.kafka.OffsetAndMetadata(o, "", -1) for p, o in nxt})
+                out["committed"] = [{"partition": p, "offset": o} for p, o in nxt]
+            return out
+        except E.KafkaError as e:
+            raise self.error(e)
+        finally:
+            c.close()  # Leaves the group, except for a static member.
+
+    def _assignor(self, name):
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+        from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+        for cls in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, CooperativeStickyAssignor):
+            if cls.name == name:
+                return cls
+        raise unsupported("kafka-python has no %s assignor" % name)
+
+    def fetch_committed(self, args):
+        tp = self.kafka.TopicPartition(args["topic"], args.get("partition", 0))
+        a = self.admin()
+        res = self._admin_call(a.list_group_offsets, {args["group"]: [tp]})
+        oam = res.get(args["group"], {}).get(tp)
+        return {"offset": oam.offset if oam is not None and oam.offset >= 0 else -1}
+
+    def delete_group(self, args):
+        a = self.admin()
+        group = args["group"]
+        res = self._admin_call(a.delete_groups, [group]).get(group)
+        if res == "OK":
+            return {}
+        # delete_groups answers the error class's name, e.g. GroupIdNotFoundError.
+        cls = getattr(self.errors, str(res), None)
+        if cls is not None and isinstance(getattr(cls, "errno", None), int):
+            raise DriverError(kafka_code_name(cls.errno), "delete_groups: %s" % res)
+        raise DriverError("CLIENT_ERROR", "delete_groups result for %s: %s" % (group, res))
+
 
 CLIENTS = {ConfluentDriver.CLIENT: ConfluentDriver, KafkaPythonDriver.CLIENT: KafkaPythonDriver}
 
 OPS = ("create_topic", "delete_topic", "describe_topic", "create_partitions", "describe_configs",
-       "alter_configs", "produce", "consume", "list_offsets", "delete_records")
+       "alter_configs", "produce", "consume", "list_offsets", "delete_records", "group_consume",
+       "fetch_committed", "delete_group")
 
 
 def handle(client, state, cmd):

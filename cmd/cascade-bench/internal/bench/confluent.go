@@ -29,7 +29,7 @@ func (confluentDriver) produce(ctx context.Context, job *produceJob) error {
 		"compression.type":           w.Compression,
 		"acks":                       w.Acks,
 		"enable.idempotence":         w.Acks == "all",
-		"queue.buffering.max.kbytes": 64 << 10,
+		"queue.buffering.max.kbytes": producerBufferBytes >> 10,
 		"log_level":                  3,
 	}
 	p, err := kafka.NewProducer(&cfg)

@@ -25,6 +25,10 @@ func driverFor(client string) (driver, error) {
 	return nil, fmt.Errorf("%w: unknown client %q", errWorkload, client)
 }
 
+// producerBufferBytes bounds the records a producer holds unacknowledged,
+// as Kafka's buffer.memory (default 32 MiB) does.
+const producerBufferBytes = 32 << 20
+
 // produceJob is one producer's share: record ids first..first+count-1.
 type produceJob struct {
 	addr, topic string

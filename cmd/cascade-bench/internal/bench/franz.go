@@ -34,9 +34,10 @@ func (franzDriver) produce(ctx context.Context, job *produceJob) error {
 		kgo.ProducerLinger(time.Duration(w.LingerMs) * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(int32(max(w.BatchBytes, w.PayloadBytes+512))),
 		kgo.ProducerBatchCompression(franzCodec(w.Compression)),
-		// The producer's buffer bounds memory: Produce blocks when it is
-		// full, and that wait counts toward the record's latency.
-		kgo.MaxBufferedBytes(64 << 20),
+		// The producer's buffer is Kafka's buffer.memory default (32 MiB):
+		// Produce blocks when it is full, and that wait counts toward the
+		// record's latency.
+		kgo.MaxBufferedBytes(producerBufferBytes),
 	}
 	switch w.Acks {
 	case "all":

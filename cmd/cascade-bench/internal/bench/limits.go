@@ -135,6 +135,12 @@ func measureLimits(ctx context.Context, dir string, diskBytes int64) (Limits, er
 	if err == nil {
 		l.Dir = abs
 	}
+	// The first write into a cold page cache runs at a fraction of the
+	// speed of later ones (page allocation), which no broker pays in steady
+	// state; one untimed pass warms it.
+	if _, err = diskWrite(ctx, dir, diskBytes, false); err != nil {
+		return l, err
+	}
 	if l.DiskWriteNoSyncBytesPerS, err = diskWrite(ctx, dir, diskBytes, false); err != nil {
 		return l, err
 	}

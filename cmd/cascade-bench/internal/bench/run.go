@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,16 @@ type RunResult struct {
 	// start.
 	BrokerCPUSeconds   *float64 `json:"broker_cpu_s"`
 	BrokerRSSPeakBytes *int64   `json:"broker_rss_peak_bytes"`
+	// BrokerCPUProduceSeconds and BrokerCPUConsumeSeconds split
+	// BrokerCPUSeconds by phase.
+	BrokerCPUProduceSeconds *float64 `json:"broker_cpu_produce_s"`
+	BrokerCPUConsumeSeconds *float64 `json:"broker_cpu_consume_s"`
+	// ClientCPUProduceSeconds and ClientCPUConsumeSeconds are the load
+	// tool's own CPU time (all producers or all consumers) in each phase:
+	// on a small machine the clients compete with the broker for cores,
+	// and these show how much.
+	ClientCPUProduceSeconds float64 `json:"client_cpu_produce_s"`
+	ClientCPUConsumeSeconds float64 `json:"client_cpu_consume_s"`
 	// DiskBytes is the space the topic's partition directories take after
 	// the produce phase; null when the broker keeps no data dir the tool
 	// can see.
@@ -97,19 +108,39 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 			adm.DeleteTopics(dctx, res.Topic) // Best effort: the broker is usually stopped next.
 		}()
 	}
-	var cpu0 time.Duration
-	if inst.Pid > 0 {
-		ps, err := readProc(inst.Pid)
-		if err != nil {
+	label := fmt.Sprintf("%s r%d", res.Target, res.Round)
+	if w.WarmupRecords > 0 {
+		if err := warmup(ctx, drv, adm, inst, w, o, label, res); err != nil {
 			return err
 		}
-		cpu0 = ps.CPU
 	}
-	label := fmt.Sprintf("%s r%d", res.Target, res.Round)
-
+	cpuNow := func() (time.Duration, error) {
+		if inst.Pid <= 0 {
+			return 0, nil
+		}
+		ps, err := readProc(inst.Pid)
+		return ps.CPU, err
+	}
+	cpu0, err := cpuNow()
+	if err != nil {
+		return err
+	}
+	self0, err := readProc(os.Getpid())
+	if err != nil {
+		return err
+	}
 	if err := producePhase(ctx, drv, inst, w, o, label, res); err != nil {
 		return err
 	}
+	cpu1, err := cpuNow()
+	if err != nil {
+		return err
+	}
+	self1, err := readProc(os.Getpid())
+	if err != nil {
+		return err
+	}
+	res.ClientCPUProduceSeconds = (self1.CPU - self0.CPU).Seconds()
 	ends, err := endOffsets(ctx, adm, res.Topic, w.Partitions)
 	if err != nil {
 		return err
@@ -121,16 +152,62 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 		}
 		res.DiskBytes = &n
 	}
+	self1, err = readProc(os.Getpid())
+	if err != nil {
+		return err
+	}
 	verr := consumePhase(ctx, drv, inst, w, o, label, ends, res)
+	if self2, err := readProc(os.Getpid()); err == nil {
+		res.ClientCPUConsumeSeconds = (self2.CPU - self1.CPU).Seconds()
+	} else {
+		verr = errors.Join(verr, err)
+	}
 	if inst.Pid > 0 {
 		ps, err := readProc(inst.Pid)
 		if err != nil {
 			return errors.Join(verr, err)
 		}
-		cpu := (ps.CPU - cpu0).Seconds()
+		cpu, pcpu, ccpu := (ps.CPU - cpu0).Seconds(), (cpu1 - cpu0).Seconds(), (ps.CPU - cpu1).Seconds()
 		res.BrokerCPUSeconds, res.BrokerRSSPeakBytes = &cpu, &ps.PeakRSS
+		res.BrokerCPUProduceSeconds, res.BrokerCPUConsumeSeconds = &pcpu, &ccpu
 	}
 	return verr
+}
+
+// warmup produces and consumes w.WarmupRecords on a topic of its own and
+// deletes it; only a failure is reported.
+func warmup(ctx context.Context, drv driver, adm *kadm.Client, inst *Instance, w Workload, o Options, label string, res *RunResult) error {
+	ww := w
+	ww.Records, ww.Rate, ww.WarmupRecords = w.WarmupRecords, 0, 0
+	ww.Producers, ww.Consumers = min(w.Producers, int(ww.Records)), min(w.Consumers, int(ww.Records))
+	wr := RunResult{Target: res.Target, Round: res.Round, Topic: res.Topic + "-warmup"}
+	o.PlantLoss = -1
+	if err := createTopic(ctx, adm, wr.Topic, w.Partitions); err != nil {
+		return err
+	}
+	if err := producePhase(ctx, drv, inst, ww, o, label+" warm-up", &wr); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	ends, err := endOffsets(ctx, adm, wr.Topic, w.Partitions)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if err := consumePhase(ctx, drv, inst, ww, o, label+" warm-up", ends, &wr); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if !wr.Verified {
+		return fmt.Errorf("warm-up records were not consumed exactly once: %+v", wr.Verification)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := adm.DeleteTopics(dctx, wr.Topic)
+	if err == nil {
+		err = r.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("deleting warm-up topic: %w", err)
+	}
+	return nil
 }
 
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {

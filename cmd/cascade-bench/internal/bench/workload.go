@@ -44,6 +44,11 @@ type Workload struct {
 	// log.flush.scheduler.interval.ms); 0 keeps Kafka's default of leaving
 	// write-back to the operating system.
 	FlushMs int `json:"flush_ms"`
+	// WarmupRecords, when positive, are produced and consumed (as fast as
+	// possible, verified, on a topic of their own) before the measured
+	// run, so a JIT-compiled broker is measured warm as it runs in
+	// production. CPU seconds exclude the warm-up; peak RSS includes it.
+	WarmupRecords int64 `json:"warmup_records"`
 	// Seed selects the payload bytes; the same seed gives the same bytes.
 	Seed uint64 `json:"seed"`
 	// Timeout bounds each phase (produce, consume) of one run.
@@ -63,7 +68,7 @@ func DefaultWorkload() Workload {
 		Compression:  "none",
 		Acks:         "all",
 		LingerMs:     5,
-		BatchBytes:   128 << 10,
+		BatchBytes:   16 << 10,
 		Client:       ClientFranzGo,
 		Seed:         1,
 		Timeout:      10 * time.Minute,
@@ -104,6 +109,8 @@ func (w *Workload) Validate() error {
 		return bad("--consumers %d is outside 1..256", w.Consumers)
 	case int64(w.Producers) > w.Records:
 		return bad("--producers %d exceeds --records %d", w.Producers, w.Records)
+	case w.WarmupRecords < 0 || w.WarmupRecords > MaxRecords:
+		return bad("--warmup-records %d is outside 0..%d", w.WarmupRecords, MaxRecords)
 	case w.LingerMs < 0 || w.LingerMs > 60_000:
 		return bad("--linger-ms %d is outside 0..60000", w.LingerMs)
 	case w.BatchBytes < 1 || w.BatchBytes > 64<<20:
@@ -146,6 +153,9 @@ func (w Workload) String() string {
 	}
 	if w.FlushMs > 0 {
 		fmt.Fprintf(&b, ", flush every %dms", w.FlushMs)
+	}
+	if w.WarmupRecords > 0 {
+		fmt.Fprintf(&b, ", warm-up %d records", w.WarmupRecords)
 	}
 	fmt.Fprintf(&b, ", client=%s", w.Client)
 	return b.String()

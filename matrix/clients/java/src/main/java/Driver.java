@@ -20,6 +20,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -30,6 +31,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -37,7 +39,12 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.RangeAssignor;
+import org.apache.kafka.clients.consumer.RoundRobinAssignor;
+import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -53,7 +60,6 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * Driver is the Java matrix driver: Apache Kafka's own client (kafka-clients:
@@ -187,9 +193,22 @@ public final class Driver {
         }
     }
 
+    /** Returns kafka-clients' version from the properties file its jar carries. */
+    static String kafkaVersion() {
+        try (java.io.InputStream in = KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties p = new Properties();
+            if (in != null) {
+                p.load(in);
+            }
+            return p.getProperty("version", "(unknown)");
+        } catch (java.io.IOException e) {
+            return "(unknown)";
+        }
+    }
+
     ObjectNode info() {
         ObjectNode n = JSON.createObjectNode();
-        n.put("library", "org.apache.kafka:kafka-clients " + AppInfoParser.getVersion());
+        n.put("library", "org.apache.kafka:kafka-clients " + kafkaVersion());
         n.put("partitioner", "murmur2 (BuiltInPartitioner)");
         return n;
     }
@@ -447,21 +466,7 @@ public final class Driver {
                     if (recs.size() >= count) {
                         break; // The next command starts its own consumer; extras are dropped.
                     }
-                    ObjectNode o = recs.addObject();
-                    o.put("partition", r.partition());
-                    o.put("offset", r.offset());
-                    o.put("key", b64(r.key()));
-                    o.put("value", b64(r.value()));
-                    o.put("timestamp_ms", r.timestamp());
-                    ArrayNode hs = JSON.createArrayNode();
-                    for (Header h : r.headers()) {
-                        ObjectNode ho = hs.addObject();
-                        ho.put("key", h.key());
-                        ho.put("value", b64(h.value()));
-                    }
-                    if (!hs.isEmpty()) {
-                        o.set("headers", hs);
-                    }
+                    recordJson(recs, r);
                 }
             }
         } catch (RuntimeException e) {
@@ -518,6 +523,129 @@ public final class Driver {
         return n;
     }
 
+    /** The classic client-side assignors by the protocol's names. */
+    static final Map<String, String> ASSIGNORS = Map.of(
+        "range", RangeAssignor.class.getName(),
+        "roundrobin", RoundRobinAssignor.class.getName(),
+        "sticky", StickyAssignor.class.getName(),
+        "cooperative-sticky", CooperativeStickyAssignor.class.getName());
+
+    static ObjectNode recordJson(ArrayNode into, ConsumerRecord<byte[], byte[]> r) {
+        ObjectNode o = into.addObject();
+        o.put("partition", r.partition());
+        o.put("offset", r.offset());
+        o.put("key", b64(r.key()));
+        o.put("value", b64(r.value()));
+        o.put("timestamp_ms", r.timestamp());
+        ArrayNode hs = JSON.createArrayNode();
+        for (Header h : r.headers()) {
+            ObjectNode ho = hs.addObject();
+            ho.put("key", h.key());
+            ho.put("value", b64(h.value()));
+        }
+        if (!hs.isEmpty()) {
+            o.set("headers", hs);
+        }
+        return o;
+    }
+
+    ObjectNode groupConsume(JsonNode a) throws DriverException {
+        String protocol = a.path("protocol").asText("");
+        if (protocol.isEmpty()) {
+            protocol = "classic";
+        }
+        if (!protocol.equals("classic") && !protocol.equals("consumer")) {
+            throw new DriverException("CLIENT_ERROR", "unknown group protocol " + protocol);
+        }
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "matrix-java-group");
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, text(a, "group"));
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol); // "consumer" is KIP-848.
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 200);
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        String assignor = a.path("assignor").asText("");
+        if (!assignor.isEmpty() && protocol.equals("classic")) {
+            String cls = ASSIGNORS.get(assignor);
+            if (cls == null) {
+                throw unsupported("kafka-clients has no " + assignor + " assignor");
+            }
+            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, cls);
+        }
+        String instance = a.path("instance_id").asText("");
+        if (!instance.isEmpty()) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instance);
+        }
+        KafkaConsumer<byte[], byte[]> c;
+        try {
+            c = new KafkaConsumer<>(p);
+        } catch (RuntimeException e) {
+            throw mapError(e);
+        }
+        String topic = text(a, "topic");
+        int count = a.path("count").asInt(0);
+        ObjectNode n = JSON.createObjectNode();
+        ArrayNode recs = n.putArray("records");
+        try {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + a.path("timeout_ms").asLong(10_000) * 1_000_000L;
+            // Next offset per partition after the records returned: what the
+            // member commits, not its fetch position (it may have fetched more).
+            Map<Integer, Long> next = new TreeMap<>();
+            while (recs.size() < count) {
+                long left = (deadline - System.nanoTime()) / 1_000_000L;
+                if (left <= 0) {
+                    break;
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(Math.min(left, 200)))) {
+                    if (recs.size() >= count) {
+                        break;
+                    }
+                    recordJson(recs, r);
+                    next.merge(r.partition(), r.offset() + 1, Math::max);
+                }
+            }
+            if (a.path("commit").asBoolean(false) && !next.isEmpty()) {
+                Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+                ArrayNode committed = n.putArray("committed");
+                for (Map.Entry<Integer, Long> e : next.entrySet()) {
+                    offs.put(new TopicPartition(topic, e.getKey()), new OffsetAndMetadata(e.getValue()));
+                    ObjectNode po = committed.addObject();
+                    po.put("partition", e.getKey());
+                    po.put("offset", e.getValue());
+                }
+                c.commitSync(offs);
+            }
+        } catch (RuntimeException e) {
+            throw mapError(e);
+        } finally {
+            c.close(Duration.ofSeconds(5)); // Leaves the group, except for a static member.
+        }
+        return n;
+    }
+
+    ObjectNode fetchCommitted(JsonNode a) throws DriverException {
+        String group = text(a, "group");
+        TopicPartition tp = new TopicPartition(text(a, "topic"), a.path("partition").asInt(0));
+        Map<TopicPartition, OffsetAndMetadata> res = await(admin().listConsumerGroupOffsets(
+            Map.of(group, new ListConsumerGroupOffsetsSpec().topicPartitions(List.of(tp))))
+            .partitionsToOffsetAndMetadata(group));
+        OffsetAndMetadata om = res.get(tp);
+        ObjectNode n = JSON.createObjectNode();
+        n.put("offset", om == null ? -1 : om.offset());
+        return n;
+    }
+
+    ObjectNode deleteGroup(JsonNode a) throws DriverException {
+        await(admin().deleteConsumerGroups(List.of(text(a, "group"))).all());
+        return JSON.createObjectNode();
+    }
+
     ObjectNode dispatch(String op, JsonNode args) throws DriverException {
         switch (op) {
             case "create_topic":
@@ -540,6 +668,12 @@ public final class Driver {
                 return listOffsets(args);
             case "delete_records":
                 return deleteRecords(args);
+            case "group_consume":
+                return groupConsume(args);
+            case "fetch_committed":
+                return fetchCommitted(args);
+            case "delete_group":
+                return deleteGroup(args);
             default:
                 throw unsupported("unknown operation " + op);
         }
