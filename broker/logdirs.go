@@ -33,7 +33,10 @@ func openLogDirs(bc *config.Broker, clusterID string, cfg Config) (*logDirs, err
 				}
 				return c
 			},
-			RetentionCheckInterval: bc.RetentionCheckInterval,
+			RetentionCheckInterval:    bc.RetentionCheckInterval,
+			CleanerBackoff:            bc.CleanerBackoff,
+			CleanerDedupeBufferSize:   bc.CleanerDedupeBufferSize,
+			CleanerIOBufferLoadFactor: bc.CleanerIOBufferLoadFactor,
 		})
 		if err != nil {
 			d.close()

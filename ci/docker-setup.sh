@@ -147,7 +147,7 @@ if ! have_image cascade/debian:$SUITE; then
   rm -f "$root.log"
   if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
-    chroot "$root" update-ca-certificates >/dev/null
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates failed in the rootfs"
   fi
   # pip reads its own CA bundle unless told to use the system's.
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$root/etc/pip.conf"
@@ -220,6 +220,15 @@ else
     --build-arg BASE_IMAGE=cascade/debian-java:$SUITE \
     --label org.cascade.context="${java##*:}" -t "$java" .
 fi
+# Older client images (earlier driver sources) are removed: only the
+# current hash is ever looked up.
+for repo_tag in "$py" "$java"; do
+  docker images "${repo_tag%%:*}" --format '{{.Repository}}:{{.Tag}}' |
+    while IFS= read -r old; do
+      [ "$old" = "$repo_tag" ] || docker rmi "$old" >/dev/null || say "could not remove $old (in use?)"
+    done
+done
+
 say "building cascade/cascade:dev"
 build cascade/cascade:dev -f docker/cascade.Dockerfile \
   --build-arg GO_IMAGE="$GO_IMAGE" -t cascade/cascade:dev .

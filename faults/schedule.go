@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/cascade-kafka/cascade/faults/proxy"
@@ -18,7 +19,12 @@ type Fault struct {
 	Name  string
 	Apply func(ctx context.Context) error
 	Heal  func(ctx context.Context) error
+	// Weight is how often the schedule draws it relative to others;
+	// zero counts as one.
+	Weight int
 }
+
+func (f Fault) weight() int { return max(f.Weight, 1) }
 
 // Target is a broker under test that may support crashes.
 type Target interface {
@@ -34,7 +40,10 @@ var ErrUnsupported = errors.New("not supported by this target")
 
 // ProxyFaults returns the faults applied through the proxy p: latency, cut
 // connections, lost Produce answers, delayed Produce answers, a stall
-// (blackhole) and refused connections, each healed by removing its toxics.
+// (blackhole), Produce answered with a retriable error, corrupted Fetch
+// batches, lost and delayed transaction answers (EndTxn,
+// AddPartitionsToTxn) and refused connections, each healed by removing its
+// toxics.
 func ProxyFaults(p *proxy.Proxy) []Fault {
 	toxic := func(name, typ, stream string, attrs string) proxy.ToxicSpec {
 		return proxy.ToxicSpec{Name: name, Type: typ, Stream: stream, Attributes: json.RawMessage(attrs)}
@@ -66,49 +75,104 @@ func ProxyFaults(p *proxy.Proxy) []Fault {
 		with("lost-produce-answers", toxic("lost", "kafka_drop_response", proxy.Upstream, `{"api_key":0,"trigger":"probability","p":0.3}`)),
 		with("slow-produce-answers", toxic("slow", "kafka_delay_response", proxy.Upstream, `{"api_key":0,"delay":700,"trigger":"probability","p":0.5}`)),
 		with("stall", toxic("stall", "timeout", proxy.Upstream, `{"timeout":0}`)),
+		// Transactions: an EndTxn or AddPartitionsToTxn applied whose
+		// answer is lost, so the client retries it on a new connection
+		// and the retry lands after the original completed; and EndTxn
+		// answers held back past other requests.
+		with("lost-txn-answers", toxic("lost-endtxn", "kafka_drop_response", proxy.Upstream, `{"api_key":26,"trigger":"probability","p":0.5}`),
+			toxic("lost-addparts", "kafka_drop_response", proxy.Upstream, `{"api_key":24,"trigger":"probability","p":0.3}`)),
+		with("slow-txn-answers", toxic("slow-endtxn", "kafka_delay_response", proxy.Upstream, `{"api_key":26,"delay":1000,"trigger":"probability","p":0.5}`)),
+		// NOT_LEADER_OR_FOLLOWER (6) without forwarding: every client
+		// must retry, and nothing was written.
+		with("produce-errors", toxic("produce-err", "kafka_error", proxy.Upstream, `{"api_key":0,"error_code":6,"trigger":"probability","p":0.3}`)),
+		// A flipped byte in a fetched batch: the consumers must notice
+		// the CRC mismatch rather than record a value never written.
+		with("corrupt-fetches", toxic("corrupt", "kafka_fetch_corrupt", proxy.Upstream, `{"mode":"corrupt","trigger":"probability","p":0.2}`)),
 		with("refuse-connections", toxic("refuse", "kafka_refuse_connection", proxy.Upstream, `{}`),
 			toxic("cut-refused", "reset_peer", proxy.Upstream, `{"timeout":0}`)),
 	}
 }
 
-// CrashFault kills and restarts the target.
+// CrashFault kills and restarts the target. It weighs three times as much
+// as a proxy fault: crashes are what the suite exists for. The restart is not cut short
+// when the run ends during it (a broker left dead could not be drained);
+// it is bounded by two minutes instead.
 func CrashFault(t Target) Fault {
 	return Fault{
-		Name:  "kill-9",
-		Apply: t.Crash,
-		Heal:  func(context.Context) error { return nil },
+		Name: "kill-9",
+		Apply: func(ctx context.Context) error {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			return t.Crash(cctx)
+		},
+		Heal:   func(context.Context) error { return nil },
+		Weight: 3,
 	}
 }
 
-// Schedule rotates faults: every period it heals the current fault and
-// applies one chosen by the seeded source, or none.
+// Schedule rotates faults: every period it heals the current ones and
+// applies a subset chosen by the seeded source: none, one, or up to
+// MaxConcurrent at once (Jepsen's rotation of random fault subsets), each
+// drawn in proportion to its Weight.
 type Schedule struct {
 	Faults []Fault
 	Seed   uint64
-	// Period is how long each fault (or quiet spell) lasts.
+	// Period is how long each set of faults (or quiet spell) lasts.
 	Period time.Duration
+	// MaxConcurrent bounds how many faults are applied together; zero
+	// means one at a time.
+	MaxConcurrent int
 	// Log receives one line per change.
 	Log io.Writer
+	// Clock, when set, stamps each line of Log, so that faults can be
+	// lined up with a history's call_ns and return_ns (pass the
+	// recorder's Now).
+	Clock func() int64
 }
 
-// Run rotates faults until ctx is done, then heals. It returns the names
-// applied, in order ("none" for quiet spells).
+// pick draws up to max distinct faults by weight: first how many (0 to
+// max, uniformly), then which.
+func (s *Schedule) pick(rng *rand.Rand, max int) []Fault {
+	n := rng.IntN(max + 1)
+	left := append([]Fault(nil), s.Faults...)
+	var out []Fault
+	for ; n > 0 && len(left) > 0; n-- {
+		total := 0
+		for _, f := range left {
+			total += f.weight()
+		}
+		r := rng.IntN(total)
+		for j, f := range left {
+			if r -= f.weight(); r < 0 {
+				out = append(out, f)
+				left = append(left[:j], left[j+1:]...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Run rotates faults until ctx is done, then heals. It returns the sets
+// applied, in order: fault names joined by "+", "none" for quiet spells.
 func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 	rng := rand.New(rand.NewPCG(s.Seed, 0xfa17))
+	max := max(s.MaxConcurrent, 1)
 	var applied []string
-	var cur *Fault
+	var cur []Fault
 	heal := func() error {
-		if cur == nil {
-			return nil
-		}
-		f := cur
-		cur = nil
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if err := f.Heal(hctx); err != nil {
-			return fmt.Errorf("healing %s: %w", f.Name, err)
+		var errs []error
+		for _, f := range cur {
+			if err := f.Heal(hctx); err != nil {
+				errs = append(errs, fmt.Errorf("healing %s: %w", f.Name, err))
+				continue
+			}
+			s.logf("healed %s", f.Name)
 		}
-		return nil
+		cur = nil
+		return errors.Join(errs...)
 	}
 	t := time.NewTicker(s.Period)
 	defer t.Stop()
@@ -116,27 +180,39 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 		if err := heal(); err != nil {
 			return applied, err
 		}
-		k := rng.IntN(len(s.Faults) + 1)
-		name := "none"
-		if k < len(s.Faults) {
-			f := s.Faults[k]
-			name = f.Name
+		var names []string
+		for _, f := range s.pick(rng, max) {
+			s.logf("applying %s", f.Name)
 			if err := f.Apply(ctx); err != nil {
 				if ctx.Err() != nil {
-					return applied, nil
+					return applied, heal()
 				}
-				return applied, fmt.Errorf("applying %s: %w", f.Name, err)
+				return applied, errors.Join(fmt.Errorf("applying %s: %w", f.Name, err), heal())
 			}
-			cur = &f
+			cur = append(cur, f)
+			names = append(names, f.Name)
+		}
+		name := "none"
+		if len(names) > 0 {
+			name = strings.Join(names, "+")
 		}
 		applied = append(applied, name)
-		if s.Log != nil {
-			fmt.Fprintf(s.Log, "fault: %s\n", name)
-		}
+		s.logf("fault: %s", name)
 		select {
 		case <-ctx.Done():
 			return applied, heal()
 		case <-t.C:
 		}
 	}
+}
+
+// logf writes one line to Log, stamped by Clock when set.
+func (s *Schedule) logf(format string, args ...any) {
+	if s.Log == nil {
+		return
+	}
+	if s.Clock != nil {
+		fmt.Fprintf(s.Log, "%d ", s.Clock())
+	}
+	fmt.Fprintf(s.Log, format+"\n", args...)
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -18,15 +20,29 @@ import (
 	"github.com/cascade-kafka/cascade/faults/proxy"
 	lin "github.com/cascade-kafka/cascade/linearizability"
 	"github.com/cascade-kafka/cascade/matrix/apachekafka"
+	"github.com/cascade-kafka/cascade/matrix/clients/java"
+	"github.com/cascade-kafka/cascade/matrix/clients/provision"
+	"github.com/cascade-kafka/cascade/matrix/driver"
 )
 
 var (
 	flagSeed     = flag.Uint64("faults.seed", 0, "seed of the fault schedule and proxy (0: from the clock)")
-	flagDuration = flag.Duration("faults.duration", 12*time.Second, "how long faults rotate (a soak: 10m)")
+	flagDuration = flag.Duration("faults.duration", 25*time.Second, "how long faults rotate in the bounded run")
+	flagSoak     = flag.Duration("faults.soak", 0, "a soak: rotate faults this long instead of -faults.duration (e.g. 10m)")
 	flagPeriod   = flag.Duration("faults.period", 1500*time.Millisecond, "how long each fault lasts")
 	flagKeep     = flag.Bool("faults.keep", false, "keep the artifacts of a passing run too")
-	flagKafka    = flag.Bool("faults.kafka", false, "also run the suite against Apache Kafka (the oracle)")
+	flagKafka    = flag.Bool("faults.kafka", true, "also run the suite against Apache Kafka (the oracle) when java and mvn are installed")
+	flagBin      = flag.String("faults.cascade", "", "run this cascade binary instead of building ./cmd/cascade")
+	flagJava     = flag.Bool("faults.java", true, "run Java clients (the matrix's Java driver) when java and mvn are installed")
 )
+
+// faultTime is how long faults rotate: the soak when one is asked for.
+func faultTime() time.Duration {
+	if *flagSoak > 0 {
+		return *flagSoak
+	}
+	return *flagDuration
+}
 
 // run is one suite run against target, with artifacts in dir.
 type run struct {
@@ -35,7 +51,9 @@ type run struct {
 	dir     string
 	target  Target
 	logPath string
+	dataDir string
 	faults  []Fault
+	java    driver.Opener
 }
 
 func seed() uint64 {
@@ -43,6 +61,24 @@ func seed() uint64 {
 		return *flagSeed
 	}
 	return uint64(time.Now().UnixNano())%1_000_000 + 1
+}
+
+// javaOpener builds the matrix's Java driver, or returns nil (with the
+// reason logged) when it is switched off or its tools are not installed.
+func javaOpener(t *testing.T, ctx context.Context) driver.Opener {
+	if !*flagJava {
+		t.Log("Java clients off (-faults.java=false)")
+		return nil
+	}
+	b, err := java.Ensure(ctx)
+	if errors.Is(err, provision.ErrToolMissing) {
+		t.Logf("running without Java clients: %v", err)
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("building the Java driver: %v", err)
+	}
+	return driver.ProcessOpener(b.Spec())
 }
 
 func TestSingleNodeCascade(t *testing.T) {
@@ -54,19 +90,23 @@ func TestSingleNodeCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *flagDuration+2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), faultTime()+4*time.Minute)
 	defer cancel()
-	bin, err := BuildCascade(ctx, "..", dir)
-	if err != nil {
-		t.Fatal(err)
+	bin := *flagBin
+	if bin == "" {
+		if bin, err = BuildCascade(ctx, "..", dir); err != nil {
+			t.Fatal(err)
+		}
 	}
+	jv := javaOpener(t, ctx)
 	proc := &Process{Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "broker.log"),
 		Overrides: map[string]string{"log.flush.interval.messages": "1"}}
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer proc.Kill() // after a t.Fatal; a no-op after Stop
-	r := &run{t: t, seed: s, dir: dir, target: proc, logPath: proc.LogPath, faults: []Fault{CrashFault(proc)}}
+	r := &run{t: t, seed: s, dir: dir, target: proc, logPath: proc.LogPath, dataDir: proc.DataDir,
+		faults: []Fault{CrashFault(proc)}, java: jv}
 	keep := r.run(ctx)
 	if err := proc.Stop(); err != nil {
 		t.Errorf("stopping cascade: %v (log %s)", err, proc.LogPath)
@@ -77,9 +117,9 @@ func TestSingleNodeCascade(t *testing.T) {
 
 func TestSingleNodeKafka(t *testing.T) {
 	if testing.Short() || !*flagKafka {
-		t.Skip("the oracle run needs -faults.kafka")
+		t.Skip("the oracle run is off (-short or -faults.kafka=false)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *flagDuration+5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), faultTime()+6*time.Minute)
 	defer cancel()
 	dist, err := apachekafka.Ensure(ctx)
 	if errors.Is(err, apachekafka.ErrToolMissing) {
@@ -92,13 +132,25 @@ func TestSingleNodeKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	jv := javaOpener(t, ctx)
+	// Per-message fsync, as Cascade runs: nothing acknowledged may be lost
+	// to a SIGKILL. A short broker session lets the restarted broker
+	// register again soon: the controller refuses a new incarnation with
+	// DUPLICATE_BROKER_REGISTRATION until the killed one's session
+	// (broker.session.timeout.ms, 9 s by default) has expired.
 	b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Dir: filepath.Join(dir, "kafka"),
-		Overrides: map[string]string{"log.flush.interval.messages": "1"}})
+		Overrides: map[string]string{
+			"log.flush.interval.messages":  "1",
+			"broker.session.timeout.ms":    "2000",
+			"broker.heartbeat.interval.ms": "500",
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Stop() // after a t.Fatal; Stop returns its first result again
-	r := &run{t: t, seed: seed(), dir: dir, target: kafkaTarget{b}, logPath: b.LogPath()}
+	k := Kafka{Broker: b}
+	r := &run{t: t, seed: seed(), dir: dir, target: k, logPath: b.LogPath(), dataDir: b.DataDir(),
+		faults: []Fault{CrashFault(k)}, java: jv}
 	keep := r.run(ctx)
 	if err := b.Stop(); err != nil {
 		t.Logf("stopping kafka: %v", err)
@@ -117,18 +169,40 @@ func (r *run) cleanup(keep bool) {
 	}
 }
 
-// kafkaTarget is Apache Kafka, which the suite does not crash: the matrix's
-// launcher formats a fresh log dir on every start.
-type kafkaTarget struct{ b *apachekafka.Broker }
+// lockedWriter serialises writes of several goroutines to one file.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
 
-func (k kafkaTarget) Addr() string                { return k.b.Addr() }
-func (k kafkaTarget) Crash(context.Context) error { return ErrUnsupported }
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Flush()
+}
+
+// createLog creates an artifact file written through a lockedWriter; close
+// flushes and closes it.
+func createLog(path string) (*lockedWriter, func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	lw := &lockedWriter{w: bufio.NewWriter(f)}
+	return lw, func() error { return errors.Join(lw.Flush(), f.Close()) }, nil
+}
 
 // run runs the workload under rotating faults, drains, checks, and
 // reports whether the artifacts must be kept.
 func (r *run) run(ctx context.Context) (keep bool) {
 	t := r.t
-	t.Logf("seed %d (replay: -faults.seed=%d); artifacts in %s", r.seed, r.seed, r.dir)
+	t.Logf("seed %d (replay: -faults.seed=%d); faults for %v; artifacts in %s", r.seed, r.seed, faultTime(), r.dir)
 	const topic, partitions = "faults", 3
 	adm, err := kgo.NewClient(kgo.SeedBrokers(r.target.Addr()))
 	if err != nil {
@@ -150,18 +224,29 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		t.Fatal(err)
 	}
 	histPath := filepath.Join(r.dir, "history.jsonl")
-	hf, err := os.Create(histPath)
+	hist, closeHist, err := createLog(histPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw := bufio.NewWriter(hf)
-	rec := lin.NewRecorder(bw)
-	w := &Workload{Bootstrap: p.Addr(), Topic: topic, Partitions: partitions, Producers: 3, Consumers: 2,
-		Group: "faults-group", Rec: rec, Seed: r.seed}
+	clients, closeClients, err := createLog(filepath.Join(r.dir, "clients.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultLog, closeFaults, err := createLog(filepath.Join(r.dir, "faults.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := lin.NewRecorder(hist)
+	w := &Workload{Bootstrap: p.Addr(), Topic: topic, Partitions: partitions,
+		Producers: 2, Consumers: 2, ConfluentProducers: 2, TxnProducers: 1,
+		Group: "faults-group", Rec: rec, Seed: r.seed, ClientLog: clients}
+	if r.java != nil {
+		w.Java, w.JavaProducers, w.JavaConsumers = r.java, 1, 1
+	}
 
-	var flog strings.Builder
-	sched := &Schedule{Faults: append(ProxyFaults(p), r.faults...), Seed: r.seed, Period: *flagPeriod, Log: &flog}
-	runCtx, stop := context.WithTimeout(ctx, *flagDuration)
+	sched := &Schedule{Faults: append(ProxyFaults(p), r.faults...), Seed: r.seed, Period: *flagPeriod, MaxConcurrent: 2,
+		Log: faultLog, Clock: rec.Now}
+	runCtx, stop := context.WithTimeout(ctx, faultTime())
 	defer stop()
 	var wg sync.WaitGroup
 	var werr, serr error
@@ -176,7 +261,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	derr := w.Drain(dctx)
 	dcancel()
-	if err := errors.Join(bw.Flush(), hf.Close()); err != nil {
+	if err := errors.Join(closeHist(), closeClients(), closeFaults()); err != nil {
 		t.Fatal(err)
 	}
 	st := w.Stats()
@@ -194,23 +279,90 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("operations by client kind:\n%s", summarize(h))
 	t.Logf("check: %s", strings.TrimSpace(rep.Summary()))
-	if st.Acked == 0 {
-		t.Errorf("no produce was acknowledged")
+	for _, c := range []string{"producer-", "confluent-", "txn-producer-", "java-producer-"} {
+		if w.JavaProducers == 0 && c == "java-producer-" {
+			continue
+		}
+		if n := acked(h, c); n == 0 {
+			t.Errorf("no %s* produce was acknowledged", c)
+		}
 	}
 	if !rep.Valid() || derr != nil || t.Failed() {
-		if rep.Failing != "" {
-			html := filepath.Join(r.dir, "porcupine.html")
-			f, err := os.Create(html)
-			if err == nil {
-				err = errors.Join(lin.Visualize(h, rep.Failing, 30*time.Second, f), f.Close())
-			}
-			if err != nil {
-				t.Logf("visualization: %v", err)
-			}
-		}
-		t.Errorf("seed %d failed; artifacts in %s (history.jsonl, %s, porcupine.html)", r.seed, r.dir, filepath.Base(r.logPath))
+		r.keepArtifacts(h, rep)
+		t.Errorf("seed %d failed; artifacts in %s (history.jsonl, faults.log, clients.log, %s, datadir.txt, porcupine.html)",
+			r.seed, r.dir, filepath.Base(r.logPath))
 		return true
 	}
 	return false
+}
+
+// summarize counts operations per client kind (the client name without
+// its number), op and outcome, one line per kind.
+func summarize(h []lin.Op) string {
+	type key struct{ kind, op string }
+	counts := map[key]map[string]int{}
+	var keys []key
+	for _, o := range h {
+		kind := o.Client
+		if i := strings.LastIndexByte(kind, '-'); i > 0 {
+			kind = kind[:i]
+		}
+		k := key{kind, o.Op}
+		if counts[k] == nil {
+			counts[k] = map[string]int{}
+			keys = append(keys, k)
+		}
+		counts[k][o.Outcome]++
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].kind != keys[j].kind {
+			return keys[i].kind < keys[j].kind
+		}
+		return keys[i].op < keys[j].op
+	})
+	var b strings.Builder
+	for _, k := range keys {
+		c := counts[k]
+		fmt.Fprintf(&b, "  %-16s %-16s ok %6d  unknown %5d  fail %5d\n", k.kind, k.op,
+			c[lin.OutcomeOK], c[lin.OutcomeUnknown], c[lin.OutcomeFail])
+	}
+	return b.String()
+}
+
+// acked counts the acknowledged produces of clients named with prefix.
+func acked(h []lin.Op, prefix string) int {
+	n := 0
+	for _, o := range h {
+		if o.Op == lin.OpProduce && o.Outcome == lin.OutcomeOK && strings.HasPrefix(o.Client, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// keepArtifacts writes what a failing run leaves besides the history and
+// logs: porcupine's visualization of the failing partition and a listing
+// of the broker's data dir.
+func (r *run) keepArtifacts(h []lin.Op, rep *lin.Report) {
+	t := r.t
+	if rep.Failing != "" {
+		html := filepath.Join(r.dir, "porcupine.html")
+		f, err := os.Create(html)
+		if err == nil {
+			err = errors.Join(lin.Visualize(h, rep.Failing, 30*time.Second, f), f.Close())
+		}
+		if err != nil {
+			t.Logf("visualization: %v", err)
+		}
+	}
+	f, err := os.Create(filepath.Join(r.dir, "datadir.txt"))
+	if err == nil {
+		fmt.Fprintf(f, "%s\n", r.dataDir)
+		err = errors.Join(WriteListing(f, r.dataDir), f.Close())
+	}
+	if err != nil {
+		t.Logf("data dir listing: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -15,17 +16,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	lin "github.com/cascade-kafka/cascade/linearizability"
+	"github.com/cascade-kafka/cascade/matrix/driver"
 )
 
-// Workload is a set of idempotent producers and direct-fetch consumers on
-// one topic, recording every operation.
+// Workload is a set of idempotent producers and consumers of several
+// client libraries on one topic, recording every operation in one history.
 type Workload struct {
 	// Bootstrap is the address clients start from (a proxy).
 	Bootstrap  string
 	Topic      string
 	Partitions int32
-	Producers  int
-	Consumers  int
+	// Producers and Consumers are franz-go clients: idempotent producers
+	// and direct-fetch consumers that also list offsets and commit.
+	Producers int
+	Consumers int
+	// ConfluentProducers are idempotent confluent-kafka-go (librdkafka)
+	// producers.
+	ConfluentProducers int
+	// TxnProducers are franz-go transactional producers; odd-numbered
+	// consumers read with read_committed when there are any.
+	TxnProducers int
+	// Java opens the matrix's Java driver (Apache Kafka's own client in a
+	// JVM, matrix/clients/java) for JavaProducers and JavaConsumers; nil
+	// runs no Java clients.
+	Java          driver.Opener
+	JavaProducers int
+	JavaConsumers int
+	// ClientLog, when set, receives client libraries' logs and the
+	// workload's notes on replaced clients, one line each.
+	ClientLog io.Writer
 	// Group receives the consumers' commits.
 	Group string
 	Rec   *lin.Recorder
@@ -37,6 +56,27 @@ type Workload struct {
 	mu       sync.Mutex
 	produced int
 	acked    int
+	logMu    sync.Mutex
+}
+
+// count counts one produce, acknowledged or not.
+func (w *Workload) count(acked bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.produced++
+	if acked {
+		w.acked++
+	}
+}
+
+// logf writes one line to ClientLog, stamped with the wall clock.
+func (w *Workload) logf(format string, args ...any) {
+	if w.ClientLog == nil {
+		return
+	}
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	fmt.Fprintf(w.ClientLog, "%s %s\n", time.Now().Format("15:04:05.000000"), fmt.Sprintf(format, args...))
 }
 
 // Stats are counts of a workload run.
@@ -64,26 +104,28 @@ func (w *Workload) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 // recorded as fail or unknown outcomes, not returned; Run returns only when
 // the recorder cannot write or a client cannot be built.
 func (w *Workload) Run(ctx context.Context) error {
+	if w.Java == nil && w.JavaProducers+w.JavaConsumers > 0 {
+		return errors.New("workload: Java clients asked for without a Java driver opener")
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, w.Producers+w.Consumers)
-	for i := 0; i < w.Producers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.produce(ctx, i); err != nil {
-				errc <- err
-			}
-		}()
+	errc := make(chan error, w.Producers+w.Consumers+w.ConfluentProducers+w.TxnProducers+w.JavaProducers+w.JavaConsumers)
+	start := func(n int, f func(i int) error) {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := f(i); err != nil {
+					errc <- err
+				}
+			}()
+		}
 	}
-	for i := 0; i < w.Consumers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.consume(ctx, fmt.Sprintf("consumer-%d", i), i, false); err != nil {
-				errc <- err
-			}
-		}()
-	}
+	start(w.Producers, func(i int) error { return w.produce(ctx, i) })
+	start(w.Consumers, func(i int) error { return w.consume(ctx, fmt.Sprintf("consumer-%d", i), i, false) })
+	start(w.ConfluentProducers, func(i int) error { return w.produceConfluent(ctx, i) })
+	start(w.TxnProducers, func(i int) error { return w.produceTxn(ctx, i) })
+	start(w.JavaProducers, func(i int) error { return w.produceJava(ctx, i) })
+	start(w.JavaConsumers, func(i int) error { return w.consumeJava(ctx, i) })
 	wg.Wait()
 	close(errc)
 	return errors.Join(collect(errc)...)
@@ -138,12 +180,7 @@ func (w *Workload) produce(ctx context.Context, i int) error {
 		if err := w.Rec.End(call, op); err != nil {
 			return err
 		}
-		w.mu.Lock()
-		w.produced++
-		if perr == nil {
-			w.acked++
-		}
-		w.mu.Unlock()
+		w.count(perr == nil)
 	}
 	return nil
 }
@@ -171,7 +208,17 @@ func (w *Workload) consume(ctx context.Context, name string, i int, drain bool) 
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	// Commits go through a client that never retries: a commit is not
+	// idempotent, and a retry of one whose first attempt was applied
+	// before its connection was cut applies it a second time, possibly
+	// after a later commit of another consumer, which no single write of
+	// a register explains. Sent once, a cut commit is just unknown.
+	ccl, err := kgo.NewClient(w.clientOpts(kgo.ClientID(name+"-commits"), kgo.RequestRetries(0))...)
+	if err != nil {
+		return err
+	}
+	defer ccl.Close()
+	adm := kadm.NewClient(ccl)
 	rng := rand.New(rand.NewPCG(w.Seed, uint64(i)+1000))
 	pos := make([]int64, w.Partitions)
 	caughtUp := make([]bool, w.Partitions)
@@ -181,7 +228,7 @@ func (w *Workload) consume(ctx context.Context, name string, i int, drain bool) 
 		switch r := rng.IntN(10); {
 		case drain || r < 7:
 			var hw int64
-			hw, err = w.fetch(ctx, cl, name, p, &pos[p])
+			hw, err = w.fetch(ctx, cl, name, p, &pos[p], w.TxnProducers > 0 && i%2 == 1)
 			caughtUp[p] = hw >= 0 && pos[p] >= hw
 		case r == 7:
 			err = w.listLatest(ctx, cl, name, p)
@@ -211,9 +258,15 @@ func (w *Workload) consume(ctx context.Context, name string, i int, drain bool) 
 
 // fetch issues one Fetch for partition p from *pos and records it. It
 // returns the high watermark (-1 when the fetch failed) and moves *pos past
-// the records returned.
-func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int32, pos *int64) (int64, error) {
+// the batches returned, control and aborted ones included. With
+// readCommitted it reads at read_committed, up to the last stable offset.
+func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int32, pos *int64, readCommitted bool) (int64, error) {
 	req := kmsg.NewPtrFetchRequest()
+	iso, isoName := kgo.ReadUncommitted(), lin.ReadUncommitted
+	if readCommitted {
+		iso, isoName = kgo.ReadCommitted(), lin.ReadCommitted
+		req.IsolationLevel = 1
+	}
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
@@ -224,7 +277,7 @@ func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int
 	req.Topics = append(req.Topics, rt)
 
 	op := lin.Op{Client: name, Op: lin.OpFetch, Topic: w.Topic, Partition: p, From: lin.Int64(*pos),
-		Isolation: lin.ReadUncommitted, Outcome: lin.OutcomeFail}
+		Isolation: isoName, Outcome: lin.OutcomeFail}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	call := w.Rec.Begin()
@@ -237,8 +290,8 @@ func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int
 		op.Error = &lin.OpError{Code: "client", Message: "fetch response without the partition asked for"}
 	default:
 		part := &resp.Topics[0].Partitions[0]
-		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: *pos, Topic: w.Topic, Partition: p},
-			part, kgo.DefaultDecompressor(), nil)
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: *pos, Topic: w.Topic, Partition: p,
+			IsolationLevel: iso}, part, kgo.DefaultDecompressor(), nil)
 		if fp.Err != nil {
 			op.Error = opError(fp.Err)
 			if errors.Is(fp.Err, kerr.OffsetOutOfRange) {
@@ -250,8 +303,8 @@ func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int
 		op.HighWatermark = lin.Int64(hw)
 		for _, r := range fp.Records {
 			op.Records = append(op.Records, lin.Record{Offset: r.Offset, Value: string(r.Value)})
-			*pos = r.Offset + 1
 		}
+		*pos = max(*pos, next)
 	}
 	return hw, w.Rec.End(call, op)
 }
@@ -294,11 +347,17 @@ func (w *Workload) commit(ctx context.Context, adm *kadm.Client, name string, p 
 	defer cancel()
 	call := w.Rec.Begin()
 	resp, err := adm.CommitOffsets(rctx, w.Group, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		// A commit whose answer was lost may have been written.
+	switch {
+	case err == nil && errors.Is(resp.Error(), kerr.UnknownTopicOrPartition):
+		// kadm answers this itself, without sending the commit, when it
+		// cannot resolve the topic's id from metadata (the broker is
+		// down); a broker refuses a commit to a topic it does not know.
+		op.Outcome, op.Error = lin.OutcomeFail, opError(resp.Error())
+	case err == nil && resp.Error() != nil:
+		// Any other error may follow an earlier attempt, retried by
+		// the client, that was written before its answer was lost.
+		op.Outcome, op.Error = lin.OutcomeUnknown, opError(resp.Error())
+	case err != nil:
 		op.Outcome, op.Error = lin.OutcomeUnknown, opError(err)
 	}
 	return w.Rec.End(call, op)

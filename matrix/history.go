@@ -291,17 +291,19 @@ func (r *recorded) GroupConsume(ctx context.Context, req driver.GroupConsume) (d
 	call := r.h.now()
 	res, err := r.Driver.GroupConsume(ctx, req)
 	ret := r.h.now()
-	// One fetch line per partition, from the first offset the member read
-	// there (the committed offset it resumed from is not observable).
+	// One fetch line per run of increasing offsets in a partition, from the
+	// first offset read (the committed offset a member resumed from is not
+	// observable); after a rebalance a member may read a partition again
+	// from an earlier offset, which starts a new line.
 	byPart := map[int32]*Op{}
-	var order []int32
+	var lines []*Op
 	for _, rec := range res.Records {
 		op, ok := byPart[rec.Partition]
-		if !ok {
+		if !ok || rec.Offset <= op.Records[len(op.Records)-1].Offset {
 			op = &Op{Client: r.name, Op: "fetch", Topic: req.Topic, Partition: rec.Partition, CallNs: call, ReturnNs: ret,
 				From: i64(rec.Offset), Isolation: "read_uncommitted", Outcome: "ok"}
 			byPart[rec.Partition] = op
-			order = append(order, rec.Partition)
+			lines = append(lines, op)
 		}
 		v := historyValue(rec.Value)
 		if len(rec.Value) == 0 {
@@ -309,9 +311,9 @@ func (r *recorded) GroupConsume(ctx context.Context, req driver.GroupConsume) (d
 		}
 		op.Records = append(op.Records, OpRecord{Offset: rec.Offset, Value: v})
 	}
-	ops := make([]Op, 0, len(order)+len(res.Committed))
-	for _, p := range order {
-		ops = append(ops, *byPart[p])
+	ops := make([]Op, 0, len(lines)+len(res.Committed))
+	for _, op := range lines {
+		ops = append(ops, *op)
 	}
 	if req.Commit {
 		commits := res.Committed

@@ -60,10 +60,31 @@ type Env struct {
 	// Bootstrap is the target's address.
 	Bootstrap string
 
-	runID string
-	mu    sync.Mutex
-	seq   int
-	memo  map[string]any
+	runID   string
+	history *History
+	mu      sync.Mutex
+	seq     int
+	memo    map[string]any
+}
+
+// OpenAnother opens a second instance of a client (a second process for an
+// out-of-process driver), recorded in the run's history under its own
+// name, for scenarios that need two members of one client at once. The
+// caller closes it.
+func (e *Env) OpenAnother(ctx context.Context, client string) (driver.Driver, error) {
+	open, ok := driver.Lookup(client)
+	if !ok {
+		return nil, fmt.Errorf("no driver registered for client %q", client)
+	}
+	d, err := open(ctx, e.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("open a second %s: %w", client, err)
+	}
+	e.mu.Lock()
+	e.seq++
+	name := fmt.Sprintf("%s@%s-extra-%d", client, e.Target, e.seq)
+	e.mu.Unlock()
+	return Record(d, e.history, name), nil
 }
 
 // NewEnv returns an Env for one target run.
@@ -111,6 +132,7 @@ func (e *Env) Memo(key string, f func() (any, error)) (any, error) {
 // Drivers are opened once per client and shared by that client's cells;
 // a client whose driver cannot start fails all its cells with the reason.
 func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h *History, progress io.Writer) ([]Cell, map[string]string) {
+	e.history = h
 	drivers := map[string]driver.Driver{}
 	infos := map[string]string{}
 	openErr := map[string]error{}
@@ -120,7 +142,9 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 			openErr[c] = fmt.Errorf("no driver registered for client %q (registered: %s)", c, strings.Join(driver.Clients(), ", "))
 			continue
 		}
-		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		// Generous: an out-of-process driver provisions its runtime (a
+		// virtualenv, a Maven build) on first use inside Open.
+		octx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		d, err := open(octx, e.Bootstrap)
 		cancel()
 		if err != nil {

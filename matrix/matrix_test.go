@@ -40,7 +40,9 @@ func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the compatibility matrix starts brokers; skipped with -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	// About 4 minutes for both targets and six clients once cached; the
+	// first run also provisions Apache Kafka, Python and Java drivers.
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	targets := matrix.SelectedTargets()
 	clients := matrix.SelectedClients(defaultClients())

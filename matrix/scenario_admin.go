@@ -195,8 +195,8 @@ var errorsScenario = Scenario{
 	Timeout: 60 * time.Second,
 }
 
-// Catalogue returns the scenarios in catalogue order. Still to come: group
-// members joining, leaving and crashing while others consume (7), and
+// Catalogue returns the scenarios in catalogue order. Still to come: a
+// group member crashing while others consume (7), and
 // consume-transform-produce and fencing (8).
 func Catalogue() []Scenario {
 	s := []Scenario{adminScenario}

@@ -194,6 +194,72 @@ var unknownGroupScenario = Scenario{
 	},
 }
 
+// rebalanceScenario is scenario 7's join and leave: member A of a group
+// reads; member B (a second instance of the same client) joins a second
+// later, so the group rebalances; B leaves first, so it rebalances again.
+// Whether B reads anything depends on what A committed before giving a
+// partition up (a client may commit on revocation), and delivery is at
+// least once across a rebalance, so the cell checks that both members ride
+// the rebalances without an error, that every record was read by someone,
+// and that the offsets committed at the end are the partitions' ends.
+var rebalanceScenario = Scenario{
+	ID:    "7.rebalance-join-leave",
+	Title: "a second member joins (the group rebalances) and leaves again",
+	Run: func(ctx context.Context, e *Env, a driver.Driver) (string, error) {
+		b, err := e.OpenAnother(ctx, a.Client())
+		if err != nil {
+			return "", err
+		}
+		defer b.Close()
+		topic, err := groupTopic(ctx, e, a, "rebalance")
+		if err != nil {
+			return "", err
+		}
+		group := topic + "-g"
+		type result struct {
+			res driver.GroupConsumeResult
+			err error
+		}
+		aDone := make(chan result, 1)
+		go func() {
+			// Count is out of reach: A stays a member for the whole window.
+			res, err := a.GroupConsume(ctx, driver.GroupConsume{Group: group, Topic: topic, Count: 1 << 20, TimeoutMs: 8000, Commit: true})
+			aDone <- result{res, err}
+		}()
+		// B must join while A is a member; there is no condition to poll
+		// through the driver contract, so B starts a fixed second later.
+		// B stays 5.5 s: a classic rebalance waits for A to notice it on
+		// a heartbeat (every 3 s by default) and rejoin.
+		if !sleepCtx(ctx, time.Second) {
+			return "", ctx.Err()
+		}
+		bRes, bErr := b.GroupConsume(ctx, driver.GroupConsume{Group: group, Topic: topic, Count: 1 << 20, TimeoutMs: 5500, Commit: true})
+		ar := <-aDone
+		if ar.err != nil {
+			return "", fmt.Errorf("member A: %w", ar.err)
+		}
+		if bErr != nil {
+			return "", fmt.Errorf("member B: %w", bErr)
+		}
+		seen := map[[2]int64]bool{}
+		for _, r := range append(append([]driver.Record{}, ar.res.Records...), bRes.Records...) {
+			seen[[2]int64{int64(r.Partition), r.Offset}] = true
+		}
+		if len(seen) != groupRecords {
+			return "", fmt.Errorf("members read %d distinct records, want %d", len(seen), groupRecords)
+		}
+		all := make([]driver.Record, 0, groupRecords)
+		for k := range seen {
+			all = append(all, driver.Record{Partition: int32(k[0]), Offset: k[1]})
+		}
+		if err := expectCommitted(ctx, a, group, topic, all); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("A read %d, B read %d; every record read, committed offsets at the ends", len(ar.res.Records), len(bRes.Records)), nil
+	},
+	Timeout: 60 * time.Second,
+}
+
 // groupScenarios returns scenario 7's cells.
 func groupScenarios() []Scenario {
 	s := []Scenario{
@@ -204,5 +270,5 @@ func groupScenarios() []Scenario {
 	for _, a := range []string{"range", "roundrobin", "sticky", "cooperative-sticky"} {
 		s = append(s, assignorScenario(a))
 	}
-	return append(s, mixedGroupScenario)
+	return append(s, rebalanceScenario, mixedGroupScenario)
 }

@@ -388,3 +388,36 @@ func TestHistoryTransactions(t *testing.T) {
 		t.Errorf("aborted transaction line %s", lines[3])
 	}
 }
+
+// rereadDriver returns a group read that goes back in a partition, as a
+// member does when it gets a partition again after a rebalance.
+type rereadDriver struct{ fakeDriver }
+
+func (rereadDriver) GroupConsume(context.Context, driver.GroupConsume) (driver.GroupConsumeResult, error) {
+	return driver.GroupConsumeResult{Records: []driver.Record{
+		{Partition: 0, Offset: 0, Value: []byte("a")}, {Partition: 0, Offset: 1, Value: []byte("b")},
+		{Partition: 0, Offset: 0, Value: []byte("a")}, {Partition: 0, Offset: 1, Value: []byte("b")}}}, nil
+}
+
+func TestHistoryGroupRereadStartsNewFetch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	h, err := NewHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Record(&rereadDriver{}, h, "c")
+	if _, err := d.GroupConsume(context.Background(), driver.GroupConsume{Group: "g", Topic: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"from":0`) {
+		t.Fatalf("want two fetch lines, the second from 0 again:\n%s", b)
+	}
+}

@@ -85,6 +85,14 @@ var brokerDefs = newDefs(
 	&Def{Name: "log.cleanup.policy", Type: TypeList, Default: "delete", HasDefault: true,
 		Validate: listOf(true, "compact", "delete"), Dynamic: true,
 		Doc: "The default cleanup policy of segments past retention."},
+	&Def{Name: "log.cleaner.enable", Type: TypeBoolean, Default: "true", HasDefault: true,
+		Doc: "Whether the log cleaner compacts logs with cleanup.policy=compact."},
+	&Def{Name: "log.cleaner.backoff.ms", Type: TypeLong, Default: "15000", HasDefault: true, Validate: atLeast(0),
+		Doc: "How long the cleaner sleeps when no log needs cleaning."},
+	&Def{Name: "log.cleaner.dedupe.buffer.size", Type: TypeLong, Default: "134217728", HasDefault: true,
+		Validate: atLeast(1 << 20), Doc: "The memory for the key map of one cleaning pass."},
+	&Def{Name: "log.cleaner.io.buffer.load.factor", Type: TypeDouble, Default: "0.9", HasDefault: true,
+		Doc: "The fill limit of the cleaner's key map."},
 	&Def{Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Default: "86400000", HasDefault: true,
 		Validate: atLeast(0), Dynamic: true, Doc: "How long delete tombstones are kept."},
 	&Def{Name: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, Default: "0", HasDefault: true,
@@ -240,7 +248,12 @@ type Broker struct {
 	MessageMaxBytes          int32
 	MinInsyncReplicas        int32
 	RetentionCheckInterval   time.Duration
-	SocketRequestMaxBytes    int32
+	// CleanerBackoff is log.cleaner.backoff.ms, or negative when
+	// log.cleaner.enable=false.
+	CleanerBackoff            time.Duration
+	CleanerDedupeBufferSize   int64
+	CleanerIOBufferLoadFactor float64
+	SocketRequestMaxBytes     int32
 	// QueuedMaxRequestBytes is queued.max.request.bytes; <= 0 is
 	// unbounded.
 	QueuedMaxRequestBytes int64
@@ -499,6 +512,12 @@ func (b *Broker) fill() error {
 	b.MessageMaxBytes = b.value("message.max.bytes").(int32)
 	b.MinInsyncReplicas = b.value("min.insync.replicas").(int32)
 	b.RetentionCheckInterval = msDuration(b.value("log.retention.check.interval.ms").(int64))
+	b.CleanerBackoff = msDuration(b.value("log.cleaner.backoff.ms").(int64))
+	if !b.value("log.cleaner.enable").(bool) {
+		b.CleanerBackoff = -1
+	}
+	b.CleanerDedupeBufferSize = b.value("log.cleaner.dedupe.buffer.size").(int64)
+	b.CleanerIOBufferLoadFactor = b.value("log.cleaner.io.buffer.load.factor").(float64)
 	b.SocketRequestMaxBytes = b.value("socket.request.max.bytes").(int32)
 	b.QueuedMaxRequestBytes = b.value("queued.max.request.bytes").(int64)
 	if q := b.QueuedMaxRequestBytes; q > 0 && q < int64(b.SocketRequestMaxBytes) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,9 +15,11 @@ import (
 
 // Produce: v0-12
 //
-// Kafka 4 advertises v0-12 but answers v0-2 with UNSUPPORTED_VERSION on
-// every partition: librdkafka needs v0 in the advertised range to pick
-// message format v2 (KAFKA-18659), while KIP-896 removed v0-2 themselves.
+// Kafka 4 advertises v0-12 but refuses v0-2: librdkafka needs v0 in the
+// advertised range to pick message format v2 (KAFKA-18659), while KIP-896
+// removed v0-2 themselves. Kafka 4.4's request parser throws
+// UnsupportedVersionException for them and the network processor closes
+// the connection; Cascade does the same.
 //   - v3: TransactionalID; record batches must be magic v2, exactly one per
 //     partition (ProduceRequest.validateRecords)
 //   - v5: LogStartOffset
@@ -36,6 +39,9 @@ const clientIDAdmin = "__admin_client"
 
 func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.ProduceRequest)
+	if r.Version < 3 {
+		return nil, fmt.Errorf("handler: produce v%d is not supported (KIP-896); closing as Kafka does", r.Version)
+	}
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	resp.SetVersion(r.Version)
 	validAcks := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
@@ -74,21 +80,24 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 // error code and, where Kafka sends one, the error message.
 func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, records []byte, part int32,
 	validAcks bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
-	if r.Version < 3 {
-		return kerr.UnsupportedVersion.Code, ""
-	}
 	if !validAcks {
 		return kerr.InvalidRequiredAcks.Code, ""
 	}
-	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
-		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic
-	}
+	// KafkaApis checks that the partition exists before ReplicaManager
+	// refuses internal topics.
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code, ""
 	}
-	if code, msg := validateProduceRecords(r.Version, records); code != 0 {
-		return code, msg
+	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
+		// Kafka's ReplicaManager builds an InvalidTopicException with a
+		// message but sends no message (hasCustomErrorMessage false).
+		return kerr.InvalidTopicException.Code, ""
+	}
+	if code, _ := validateProduceRecords(r.Version, records); code != 0 {
+		// KafkaApis answers these with a bare PartitionResponse: the
+		// exception's message is not sent.
+		return code, ""
 	}
 	if r.Acks == -1 {
 		// As Partition.appendRecordsToLeader: acks=all needs at least
@@ -105,11 +114,20 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 	release()
 	if err != nil {
 		code := ErrorCode(err)
+		if !noLogStartOnError[code] {
+			// As ReplicaManager.appendToLocalLog: every other
+			// failure answers the partition's log start offset
+			// (processFailedRecord).
+			sp.LogStartOffset = p.LogStartOffset()
+		}
 		if code == kerr.UnknownServerError.Code {
 			env.logger().Error("produce append failed", "topic", topic, "partition", part, "err", err)
 		}
+		// As Kafka's ReplicaManager: a RecordValidationException
+		// (INVALID_RECORD) carries its message to the producer; a
+		// CorruptRecordException (CRC mismatch) does not.
 		msg := ""
-		if code == kerr.InvalidRecord.Code || code == kerr.CorruptMessage.Code {
+		if code == kerr.InvalidRecord.Code {
 			msg = err.Error()
 		}
 		return code, msg
@@ -118,6 +136,17 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
 	return 0, ""
+}
+
+// noLogStartOnError are the errors ReplicaManager.appendToLocalLog answers
+// with LogAppendInfo.UNKNOWN_LOG_APPEND_INFO, log start offset -1.
+var noLogStartOnError = map[int16]bool{
+	kerr.UnknownTopicOrPartition.Code: true,
+	kerr.NotLeaderForPartition.Code:   true,
+	kerr.MessageTooLarge.Code:         true,
+	kerr.RecordListTooLarge.Code:      true,
+	kerr.CorruptMessage.Code:          true,
+	kerr.KafkaStorageError.Code:       true,
 }
 
 // minInsyncReplicas returns the topic's min.insync.replicas, or the broker's.

@@ -113,6 +113,10 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 		mt.Topic = &name
 		mt.IsInternal = isInternalTopic(name)
 		switch {
+		case metadata.ValidateTopicName(name) != nil:
+			// As Kafka's KafkaApis.getTopicMetadata: a name that could
+			// never exist is INVALID_TOPIC_EXCEPTION, not unknown.
+			mt.ErrorCode = kerr.InvalidTopicException.Code
 		case !autoCreate || mt.IsInternal:
 			// Internal topics are created by their coordinators with
 			// their own configs, never with num.partitions.

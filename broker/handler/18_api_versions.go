@@ -17,10 +17,42 @@ import (
 //     validated as Kafka's ApiVersionsRequest.isValid
 //   - v4: no change (KIP-896: v0 kept for clients that open with it)
 //
-// No features are advertised: Cascade implements no feature-gated protocol
-// (KIP-848 groups, KIP-890 transactions v2) yet, and clients fall back
-// correctly when the features are absent.
+// From v3 the response carries the feature levels (KIP-584) that clients
+// gate protocols on; Cascade advertises only what it implements (features):
+//   - group.version 1: KIP-848 consumer groups (ConsumerGroupHeartbeat and
+//     ConsumerGroupDescribe are served); finalized at 1, as Kafka 4.
+//   - transaction.version 0-2, finalized at 2 as Kafka 4: transactions v2
+//     (KIP-890 part 2: implicit partition adds by Produce v12 and
+//     TxnOffsetCommit v5, an epoch bump at every EndTxn v5); clients that
+//     send the older versions keep transactions v1.
+//   - kraft.version 0: a static quorum (controller.quorum.voters); Kafka
+//     lists 0-1 and finalizes nothing when the quorum is static.
+//
+// metadata.version is not advertised: it versions the KRaft metadata log and
+// inter-broker protocol, which Cascade's own metadata log does not speak,
+// and no client gates a client protocol on it.
 func init() { register(18, 0, 4, handleApiVersions) }
+
+// feature is one supported feature range and its finalized level (0: not
+// finalized, as Kafka omits features at level 0).
+type feature struct {
+	name           string
+	min, max       int16
+	finalizedLevel int16
+}
+
+// features are the features Cascade supports, in Kafka's order.
+var features = []feature{
+	{name: "group.version", min: 0, max: 1, finalizedLevel: 1},
+	{name: "kraft.version", min: 0, max: 0},
+	{name: "transaction.version", min: 0, max: 2, finalizedLevel: 2},
+}
+
+// finalizedFeaturesEpoch is the epoch of the finalized features. Kafka
+// sends its metadata offset; Cascade's features never change while it runs,
+// so one fixed epoch suffices, and it must be at least 0 for the Java
+// client's ApiVersions to take the features in.
+const finalizedFeaturesEpoch = 1
 
 // softwareRe is ApiVersionsRequest's SOFTWARE_NAME_VERSION_PATTERN.
 var softwareRe = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
@@ -37,6 +69,19 @@ func handleApiVersions(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.Min, a.Max
 		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if r.Version >= 3 {
+		resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
+		for _, f := range features {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			if f.finalizedLevel > 0 {
+				ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+				ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.finalizedLevel, f.finalizedLevel
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			}
+		}
 	}
 	return resp, nil
 }

@@ -15,6 +15,10 @@ import (
 //   - v4: PRODUCER_FENCED replaces INVALID_PRODUCER_EPOCH (KIP-588)
 //   - v5: transactions v2 (KIP-890)
 //
+// v6 (KIP-939 two-phase commit: Enable2Pc, KeepPreparedTxn) is not
+// advertised: Kafka 4 marks it unstable, so its clients send v5, also with
+// transactions v2.
+//
 // Idempotent producers (no transactional id) get a fresh durable producer
 // id with epoch 0, as Kafka's TransactionCoordinator.handleInitProducerId
 // does for a null transactional id. A transactional id goes to the

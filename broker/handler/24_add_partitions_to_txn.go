@@ -16,7 +16,12 @@ import (
 //   - v2: PRODUCER_FENCED replaces INVALID_PRODUCER_EPOCH (KIP-588)
 //   - v3: flexible
 //   - v4: the batched broker form: many transactions, VerifyOnly, a
-//     top-level error code (KIP-890 part 1); clients use v3 and below
+//     top-level error code (KIP-890 part 1); clients use v3 and below.
+//     Without VerifyOnly a v4+ request adds the partitions for a
+//     transactions v2 producer (KIP-890 part 2), as Kafka's
+//     TransactionVersion.transactionVersionForAddPartitionsToTxn: Cascade
+//     does this in-process for Produce v12 and TxnOffsetCommit v5, and
+//     answers the request for other brokers and tools alike.
 //   - v5: the TRANSACTION_ABORTABLE error (KIP-890); before it a partition
 //     outside the transaction is INVALID_TXN_STATE
 //
@@ -114,7 +119,11 @@ func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPa
 			}
 		}
 	default:
-		err := env.Txn.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+		tv := int16(0)
+		if version >= 4 {
+			tv = 2
+		}
+		err := env.Txn.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps, tv)
 		setAll(txnErrorCode(err, fencedIsEpoch))
 	}
 	return codes

@@ -29,7 +29,7 @@ func handleAddOffsetsToTxn(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	} else {
 		tp := txn.TopicPartition{Topic: consumerOffsetsTopic, Partition: offsetsPartitionFor(env, r.Group)}
-		err := env.Txn.AddPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+		err := env.Txn.AddPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, 0)
 		resp.ErrorCode = txnErrorCode(err, r.Version < 2)
 	}
 	env.Metrics.Error(req.Key, resp.ErrorCode)

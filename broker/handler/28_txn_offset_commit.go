@@ -11,25 +11,27 @@ import (
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
-// TxnOffsetCommit: v0-4
+// TxnOffsetCommit: v0-5
 //
 //   - v1: no change (throttle after response)
 //   - v2: LeaderEpoch per partition
 //   - v3: flexible; Generation, MemberID, InstanceID (KIP-447), and
 //     PRODUCER_FENCED replaces INVALID_PRODUCER_EPOCH (KIP-588)
 //   - v4: the TRANSACTION_ABORTABLE error (KIP-890)
+//   - v5: transactions v2 (KIP-890 part 2): the request also does what
+//     AddOffsetsToTxn did, adding the group's __consumer_offsets partition
+//     to the transaction (Kafka's
+//     txnOffsetCommitRequestVersionToTransactionSupportedOperation)
 //
-// v5 (transactions v2: the offsets partition joins the transaction
-// implicitly) is not implemented; clients use it only when the broker
-// finalizes transaction.version 2.
+// v6 (topic ids, KIP-1319) is not advertised yet.
 //
-// As Kafka with transaction.partition.verification.enable (KIP-890 part 1),
-// the group's __consumer_offsets partition must already be part of the
-// producer's transaction (AddOffsetsToTxn). The producer's gate is held
-// while the group coordinator writes the offsets, so that they land before
-// the transaction's marker; the group coordinator keeps them pending until
-// that marker.
-func init() { register(28, 0, 4, handleTxnOffsetCommit) }
+// Below v5, as Kafka with transaction.partition.verification.enable
+// (KIP-890 part 1), the group's __consumer_offsets partition must already
+// be part of the producer's transaction (AddOffsetsToTxn). The producer's
+// gate is held while the group coordinator writes the offsets, so that they
+// land before the transaction's marker; the group coordinator keeps them
+// pending until that marker.
+func init() { register(28, 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
@@ -37,9 +39,12 @@ func handleTxnOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		return group.ErrorResponse(r, kerr.CoordinatorNotAvailable.Code), nil
 	}
 	tp := txn.TopicPartition{Topic: consumerOffsetsTopic, Partition: offsetsPartitionFor(env, r.Group)}
-	release, err := env.Txn.BeginTransactionalAppend(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, tp)
+	release, err := env.Txn.BeginTransactionalAppend(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, tp, r.Version >= 5)
 	if err != nil {
-		code := txnErrorCode(err, r.Version < 3)
+		// As AddPartitionsToTxnManager, a fenced producer is
+		// INVALID_PRODUCER_EPOCH at every version (checked against Kafka 4
+		// by TestTxnV2SequenceMatchesKafka).
+		code := txnErrorCode(err, true)
 		if errors.Is(err, txn.ErrTransactionAbortable) && r.Version < 4 {
 			code = kerr.InvalidTxnState.Code
 		}

@@ -310,10 +310,11 @@ func (c *TxnCoordinator) load(create bool) error {
 			return fmt.Errorf("%w: %s-%d has no log", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n)
 		}
 		m := txn.New(txn.Config{
-			MaxTimeoutMs:     int32(cfg.TransactionMaxTimeout / time.Millisecond),
-			IDExpirationMs:   c.cfg.IDExpiration.Milliseconds(),
-			CoordinatorEpoch: p.LeaderEpoch(),
-			NewProducerID:    c.env.Meta.NextProducerID,
+			MaxTimeoutMs:       int32(cfg.TransactionMaxTimeout / time.Millisecond),
+			IDExpirationMs:     c.cfg.IDExpiration.Milliseconds(),
+			CoordinatorEpoch:   p.LeaderEpoch(),
+			TransactionVersion: finalizedTransactionVersion(),
+			NewProducerID:      c.env.Meta.NextProducerID,
 		})
 		if err := c.replay(p, m); err != nil {
 			return fmt.Errorf("%w: loading %s-%d: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n, err)
@@ -474,24 +475,40 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, transactionalID str
 	return r.ProducerID, r.ProducerEpoch, r.Err
 }
 
+// finalizedTransactionVersion is the transaction.version level ApiVersions
+// advertises as finalized (18_api_versions.go): the coordinator ends its own
+// aborts at this level, as Kafka's TransactionStateManager.transactionVersionLevel.
+func finalizedTransactionVersion() int16 {
+	for _, f := range features {
+		if f.name == "transaction.version" {
+			return f.finalizedLevel
+		}
+	}
+	return 0
+}
+
 // AddPartitions adds partitions to the producer's transaction
 // (AddPartitionsToTxn v0-3, and AddOffsetsToTxn with the group's
-// __consumer_offsets partition).
-func (c *TxnCoordinator) AddPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition) error {
+// __consumer_offsets partition, at client transaction version tv 0; the
+// implicit adds of transactions v2 at tv 2).
+func (c *TxnCoordinator) AddPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition, tv int16) error {
 	return c.request(ctx, transactionalID, false, func(m *txn.Coordinator, now int64) txn.Output {
 		return m.AddPartitions(txn.AddPartitionsRequest{TransactionalID: transactionalID, ProducerID: pid,
-			ProducerEpoch: epoch, Partitions: tps}, now)
+			ProducerEpoch: epoch, Partitions: tps, TransactionVersion: tv}, now)
 	}).Err
 }
 
-// EndTxn commits or aborts the producer's transaction. It returns once
-// the decision is in __transaction_state; markers follow in the
-// background.
-func (c *TxnCoordinator) EndTxn(ctx context.Context, transactionalID string, pid int64, epoch int16, commit bool) error {
-	return c.request(ctx, transactionalID, false, func(m *txn.Coordinator, now int64) txn.Output {
+// EndTxn commits or aborts the producer's transaction at client
+// transaction version tv (2 from EndTxn v5). It returns once the decision
+// is in __transaction_state; markers follow in the background. At tv 2 it
+// also returns the producer id and epoch for the producer's next
+// transaction, otherwise -1 and -1.
+func (c *TxnCoordinator) EndTxn(ctx context.Context, transactionalID string, pid int64, epoch int16, commit bool, tv int16) (int64, int16, error) {
+	r := c.request(ctx, transactionalID, false, func(m *txn.Coordinator, now int64) txn.Output {
 		return m.EndTxn(txn.EndTxnRequest{TransactionalID: transactionalID, ProducerID: pid,
-			ProducerEpoch: epoch, Commit: commit}, now)
-	}).Err
+			ProducerEpoch: epoch, Commit: commit, TransactionVersion: tv}, now)
+	})
+	return r.ProducerID, r.ProducerEpoch, r.Err
 }
 
 // Verify reports which partitions are part of the producer's ongoing
@@ -517,26 +534,76 @@ func (c *TxnCoordinator) Verify(ctx context.Context, transactionalID string, pid
 	return res, verr
 }
 
-// BeginTransactionalAppend is called by Produce before appending a
-// transactional batch of producer (pid, epoch) to tp. It verifies that tp
-// is part of the producer's ongoing transaction (Kafka's
-// transaction.partition.verification.enable, KIP-890 part 1) and holds the
+// BeginTransactionalAppend is called by Produce (and TxnOffsetCommit)
+// before appending a transactional batch of producer (pid, epoch) to tp. It
+// makes sure tp is part of the producer's ongoing transaction and holds the
 // producer's gate until release is called after the append: a marker for
-// the producer waits for the gate, so a verified batch always lands before
-// the marker that ends its transaction, and a batch arriving after EndTxn
-// fails verification. On error there is nothing to release.
-func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transactionalID string, pid int64, epoch int16, tp txn.TopicPartition) (release func(), err error) {
+// the producer waits for the gate, so a batch let through always lands
+// before the marker that ends its transaction.
+//
+// As Kafka's UnifiedLog.maybeStartTransactionVerification, an epoch older
+// than the one tp's log has seen is refused at once (errStaleEpoch), and
+// only a producer's first batch of a transaction in tp asks the
+// coordinator: if tp's log already has a transaction of the producer open
+// at this epoch, the coordinator added tp, and the marker that will close
+// it has not been written (it would have closed the transaction in the
+// log, and markers wait for the gate held here). For that first batch, add
+// false verifies that tp was added (AddPartitionsToTxn v4 VerifyOnly,
+// KIP-890 part 1), add true adds it for the producer (transactions v2,
+// KIP-890 part 2: Produce v12, TxnOffsetCommit v5). A batch arriving after
+// EndTxn finds no open transaction in the log and is refused by the
+// coordinator (v1: the partition is no longer in an ongoing transaction;
+// v2: the epoch was bumped). On error there is nothing to release.
+func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transactionalID string, pid int64, epoch int16, tp txn.TopicPartition, add bool) (release func(), err error) {
 	g := c.gate(pid)
 	g.RLock()
-	res, err := c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
-	if err == nil {
-		err = res[tp]
+	logEpoch, ongoing, known := c.producerTxnState(tp, pid)
+	switch {
+	case known && logEpoch > epoch:
+		g.RUnlock()
+		return nil, fmt.Errorf("%w: epoch %d of producer %d is older than %d in %s", errStaleEpoch, epoch, pid, logEpoch, tp)
+	case known && ongoing && logEpoch == epoch:
+		return g.RUnlock, nil
+	}
+	if add {
+		err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
+	} else {
+		var res map[txn.TopicPartition]error
+		res, err = c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+		if err == nil {
+			err = res[tp]
+		}
 	}
 	if err != nil {
 		g.RUnlock()
 		return nil, err
 	}
 	return g.RUnlock, nil
+}
+
+// errStaleEpoch is returned by BeginTransactionalAppend for a batch whose
+// epoch is older than the partition has seen (INVALID_PRODUCER_EPOCH).
+var errStaleEpoch = errors.New("handler: producer epoch older than the partition's")
+
+// producerTxnLog is implemented by logs that report a producer's epoch and
+// open transaction (Kafka's UnifiedLog producer state).
+type producerTxnLog interface {
+	ProducerTxnState(pid int64) (epoch int16, ongoing, known bool)
+}
+
+// producerTxnState returns the producer's epoch in tp's log and whether it
+// has a transaction open there; known is false when tp is not hosted or
+// its log cannot tell, so that the coordinator is asked.
+func (c *TxnCoordinator) producerTxnState(tp txn.TopicPartition, pid int64) (epoch int16, ongoing, known bool) {
+	p := c.env.Partitions.Get(log.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	if p == nil {
+		return 0, false, false
+	}
+	l, ok := p.Log().(producerTxnLog)
+	if !ok {
+		return 0, false, false
+	}
+	return l.ProducerTxnState(pid)
 }
 
 // DescribeTransaction answers DescribeTransactions for one id.

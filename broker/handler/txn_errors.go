@@ -34,6 +34,9 @@ func init() {
 		// A marker with an older coordinator epoch than the partition
 		// has seen (WriteTxnMarkers from a stale coordinator or tool).
 		{log.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced.Code},
+		// A transactional batch older than the partition's epoch for
+		// its producer (UnifiedLog.maybeStartTransactionVerification).
+		{errStaleEpoch, kerr.InvalidProducerEpoch.Code},
 	} {
 		registerErrorCode(e.err, e.code)
 	}
@@ -80,11 +83,14 @@ func InitTransactionalProducerID(ctx context.Context, env *Env, r *kmsg.InitProd
 }
 
 // txnAppendGuard is called by Produce before appending records to a
-// partition. For a transactional batch it checks with the coordinator that
-// the partition is part of the producer's ongoing transaction (Kafka's
-// transaction.partition.verification.enable, KIP-890 part 1) and returns a
-// release to call after the append: until then the producer's markers
-// wait, so no record of a transaction lands after the marker ending it.
+// partition. For a transactional batch it makes sure the partition is part
+// of the producer's ongoing transaction (BeginTransactionalAppend: Kafka's
+// transaction.partition.verification.enable, KIP-890 part 1, and from
+// Produce v12 the implicit add of transactions v2, KIP-890 part 2; only a
+// producer's first batch of a transaction in the partition asks the
+// coordinator) and returns a release to call after the append: until then
+// the producer's markers wait, so no record of a transaction lands after
+// the marker ending it.
 // As Kafka's AddPartitionsToTxnManager, a coordinator that is busy or
 // moving answers NOT_ENOUGH_REPLICAS so that the producer retries, and a
 // partition outside the transaction is TRANSACTION_ABORTABLE (before
@@ -110,7 +116,9 @@ func txnAppendGuard(env *Env, transactionalID *string, timeoutMs int32, version 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
-	release, err := env.Txn.BeginTransactionalAppend(ctx, *transactionalID, pid, epoch, txn.TopicPartition{Topic: topic, Partition: part})
+	// Produce v12 comes from transactions v2 producers, which add partitions
+	// implicitly (AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation).
+	release, err := env.Txn.BeginTransactionalAppend(ctx, *transactionalID, pid, epoch, txn.TopicPartition{Topic: topic, Partition: part}, version >= 12)
 	switch {
 	case err == nil:
 		return release, 0

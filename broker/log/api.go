@@ -136,3 +136,7 @@ type AbortedTxn struct {
 //	RecoveryPoint() int64; ActiveProducers() []ProducerInfo; ExpireProducers() int
 //	ErrCoordinatorFenced (TRANSACTION_COORDINATOR_FENCED) from Append of a
 //	marker with a stale coordinator epoch.
+//	Manager.CleanOnce() (CleanStats, bool, error); Manager.UncleanablePartitions()
+//	Log.CleanerCheckpoint() int64
+//	    The log cleaner for compacted topics (cleaner.go); the Manager runs
+//	    it in the background every Options.CleanerBackoff while idle.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // cleanerCheckpointFile is LogCleanerManager.OFFSET_CHECKPOINT_FILE: per
@@ -123,16 +125,30 @@ func (l *Log) cleanableRange(now time.Time) logToClean {
 	}
 	// LogCleanerManager.maxCompactionDelay: the first batch timestamp of
 	// the dirty non-active segments against max.compaction.lag.ms.
-	if cfg.MaxCompactionLagMs >= 0 {
-		until := nowMs - cfg.MaxCompactionLagMs.Milliseconds()
+	if until := nowMs - cfg.MaxCompactionLagMs.Milliseconds(); cfg.MaxCompactionLagMs >= 0 && until > 0 {
 		for _, s := range segs[first : len(segs)-1] {
-			if s.rollingTS > 0 && s.rollingTS < until {
+			if ts := s.firstBatchTimestamp(); ts > 0 && ts < until {
 				t.needNow = true
 				break
 			}
 		}
 	}
 	return t
+}
+
+// firstBatchTimestamp is LogSegment.getFirstBatchTimestamp: the max
+// timestamp of the segment's first batch, or -1 when it has none. It reads
+// the header from the file, so it holds after a restart too.
+func (s *segment) firstBatchTimestamp() int64 {
+	if s.size.Load() < record.HeaderSize || !s.tryRef() {
+		return -1
+	}
+	defer s.unref()
+	var h [record.HeaderSize]byte
+	if _, err := s.f.ReadAt(h[:], 0); err != nil {
+		return -1
+	}
+	return record.Batch(h[:]).MaxTimestamp()
 }
 
 // truncatedForCleaner is called with the log lock held before a
@@ -201,11 +217,14 @@ func (m *Manager) CleanOnce() (CleanStats, bool, error) {
 		return CleanStats{}, false, nil
 	}
 	slots := int(float64(m.opts.CleanerDedupeBufferSize/offsetMapEntryBytes) * m.opts.CleanerIOBufferLoadFactor)
+	gen := t.l.cleanGen.Load()
 	stats, err := t.l.clean(cleanParams{firstDirty: t.firstDirty, upper: t.upper, now: now,
 		stop: m.stop, slots: max(slots, 1), hook: m.cleaner.hook})
 	switch {
 	case err == nil:
-	case errors.Is(err, errCleaningAborted):
+	case errors.Is(err, errCleaningAborted) || (!errors.Is(err, ErrStorage) && (t.l.cleanGen.Load() != gen || t.l.closed.Load())):
+		// A truncation or deletion under the pass can also surface as a
+		// short read; either way the pass is abandoned, not the log.
 		m.opts.Logger.Info("log cleaning aborted", "partition", t.l.tp.String())
 		return stats, false, nil
 	case errors.Is(err, ErrStorage):

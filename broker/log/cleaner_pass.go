@@ -248,7 +248,7 @@ func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, e
 			if err != nil {
 				return false, err
 			}
-			it, err := b.Records(c.limit, c.decomp[:0])
+			it, err := b.RecordsReuse(c.limit, &c.decomp)
 			if err != nil {
 				return false, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, b.BaseOffset(), err)
 			}
@@ -260,7 +260,6 @@ func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, e
 			if it.Err() != nil {
 				return false, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, b.BaseOffset(), it.Err())
 			}
-			c.keepDecomp(b)
 		}
 		if lastOff >= start {
 			om.latest = max(om.latest, lastOff)
@@ -278,16 +277,6 @@ func (c *cleaner) read(s *segment, pos int64, h record.Batch) (record.Batch, err
 	return b, nil
 }
 
-// keepDecomp grows the decompression scratch buffer after a compressed
-// batch, which Records reuses only when it is large enough, so steady-state
-// cleaning does not allocate a buffer per batch (capped by the
-// decompressed-size limit).
-func (c *cleaner) keepDecomp(b record.Batch) {
-	if b.Codec() != record.CodecNone && cap(c.decomp) < 4*len(b) {
-		c.decomp = make([]byte, 0, min(4*len(b), c.limit))
-	}
-}
-
 // groupSegments groups consecutive segments whose total log and index
 // sizes fit one segment and whose offsets fit a 32-bit relative offset
 // (Cleaner.groupSegmentsBySize).
@@ -296,8 +285,8 @@ func groupSegments(segs []*segment, cfg *Config, upper int64, nextBase func(*seg
 	for len(segs) > 0 {
 		g := []*segment{segs[0]}
 		logSize := segs[0].size.Load()
-		ixSize := int64(len(segs[0].oi.entries))
-		tiSize := int64(len(segs[0].ti.entries))
+		ixSize := indexBytes(segs[0].oi.index)
+		tiSize := indexBytes(segs[0].ti.index)
 		segs = segs[1:]
 		for len(segs) > 0 {
 			s := segs[0]
@@ -306,20 +295,28 @@ func groupSegments(segs []*segment, cfg *Config, upper int64, nextBase func(*seg
 				lastOff = max(lastOff, upper-1)
 			}
 			if logSize+s.size.Load() > cfg.SegmentBytes ||
-				ixSize+int64(len(s.oi.entries)) > int64(cfg.SegmentIndexBytes) ||
-				tiSize+int64(len(s.ti.entries)) > int64(cfg.SegmentIndexBytes) ||
+				ixSize+indexBytes(s.oi.index) > int64(cfg.SegmentIndexBytes) ||
+				tiSize+indexBytes(s.ti.index) > int64(cfg.SegmentIndexBytes) ||
 				(s.size.Load() > 0 && lastOff-g[0].base > math.MaxInt32) {
 				break
 			}
 			g = append(g, s)
 			logSize += s.size.Load()
-			ixSize += int64(len(s.oi.entries))
-			tiSize += int64(len(s.ti.entries))
+			ixSize += indexBytes(s.oi.index)
+			tiSize += indexBytes(s.ti.index)
 			segs = segs[1:]
 		}
 		out = append(out, g)
 	}
 	return out
+}
+
+// indexBytes returns the size of an index's entries; a truncation may be
+// rewriting them concurrently.
+func indexBytes(ix *index) int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return int64(len(ix.entries))
 }
 
 // cleanGroup writes the retained batches of a group of segments into a new
@@ -445,7 +442,7 @@ func (c *cleaner) filterBatch(b record.Batch, om *offsetMap, tt *txnTracker, las
 	all, tombstones := true, false
 	n := 0
 	if b.RecordCount() > 0 {
-		it, err := b.Records(c.limit, c.decomp[:0])
+		it, err := b.RecordsReuse(c.limit, &c.decomp)
 		if err != nil {
 			return fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, b.BaseOffset(), err)
 		}
@@ -461,7 +458,6 @@ func (c *cleaner) filterBatch(b record.Batch, om *offsetMap, tt *txnTracker, las
 		if it.Err() != nil {
 			return fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, b.BaseOffset(), it.Err())
 		}
-		c.keepDecomp(b)
 	}
 	c.stats.RecordsRead += int64(n)
 	c.stats.RecordsRetained += int64(len(c.recs))

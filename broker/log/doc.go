@@ -13,8 +13,8 @@
 //     (ProducerStateManager format v1) and partition.metadata;
 //
 // and, per log dir, recovery-point-offset-checkpoint,
-// log-start-offset-checkpoint, meta.properties and the .kafka_cleanshutdown
-// marker.
+// log-start-offset-checkpoint, cleaner-offset-checkpoint, meta.properties
+// and the .kafka_cleanshutdown marker.
 //
 // A *Log validates and appends produce record sets (assigning offsets,
 // checking idempotent and transactional producer state, stamping
@@ -28,9 +28,38 @@
 // marker on Close. Kafka's errors surface as this package's sentinel errors
 // (api.go); a disk error is sticky and takes the partition offline.
 //
-// Segments are designed for the log cleaner (cleaner*.go, not yet written):
-// a cleaned segment is written with the .cleaned suffix, renamed to .swap,
-// and swapped in; Open completes or discards an interrupted swap.
+// The log cleaner (cleaner*.go) compacts logs whose cleanup.policy
+// includes compact, as Kafka's LogCleaner, LogCleanerManager and Cleaner:
+//
+//   - One background goroutine per log dir (Manager.CleanOnce, every
+//     log.cleaner.backoff.ms while idle) picks the log with the highest
+//     dirty ratio above min.cleanable.dirty.ratio, or one whose oldest
+//     dirty segment is older than max.compaction.lag.ms.
+//   - The cleanable range stops at the active segment, the last stable
+//     offset and the first segment with a record newer than
+//     min.compaction.lag.ms, rounded down to a segment base.
+//   - A pass maps each key of the dirty section to its latest offset (at
+//     most log.cleaner.dedupe.buffer.size / 24 keys, which bounds the work
+//     of a pass), then rewrites the log from its start to the end of the
+//     map in groups of segments that fit one segment: only each key's
+//     latest record stays, offsets are kept, and a batch that lost records
+//     is re-encoded in its own codec under the decompressed-size cap.
+//   - Tombstones and markers that may go get a delete horizon (KIP-534)
+//     the first time they are cleaned and are removed by the first pass
+//     after it; aborted transactions' records are removed and their
+//     markers kept until no batch of the transaction remains; the last
+//     batch of every active producer is kept (empty if need be) so its
+//     sequence and epoch survive.
+//   - A cleaned segment is written as .cleaned files, flushed, renamed to
+//     .swap, swapped into the segment list under the append lock, the old
+//     files renamed to .deleted and the .swap files to their final names.
+//     Open completes a swap that a crash interrupted and removes .cleaned
+//     and .deleted leftovers. Readers holding Regions of replaced segments
+//     keep reading them until they release them.
+//   - The first dirty offset of every cleaned log is kept in
+//     cleaner-offset-checkpoint (Kafka's OffsetCheckpointFile format).
+//
+// Retention applies to compact,delete logs as to delete logs.
 //
 // Use:
 //

@@ -596,6 +596,21 @@ func (l *Log) ActiveProducers() []ProducerInfo {
 	return out
 }
 
+// ProducerTxnState returns producer pid's epoch in this log and whether it
+// has a transaction open here; known is false for a producer the log has no
+// state for. Kafka's UnifiedLog.maybeStartTransactionVerification uses both:
+// an older epoch is refused at once, and a batch of an open transaction at
+// the same epoch needs no check with the transaction coordinator.
+func (l *Log) ProducerTxnState(pid int64) (epoch int16, ongoing, known bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.ps.producers[pid]
+	if !ok {
+		return 0, false, false
+	}
+	return e.epoch, e.txnFirstOffset >= 0, true
+}
+
 // ExpireProducers drops the state of producers idle for longer than
 // producer.id.expiration.ms (by their last batch timestamp, as Kafka) and
 // with no open transaction. It returns how many were dropped.

@@ -47,7 +47,10 @@ func Decompress(codec Codec, src []byte, limit int, scratch []byte) ([]byte, err
 	case CodecSnappy:
 		return decodeSnappy(src, limit, scratch)
 	case CodecLZ4:
-		return readLimited(lz4.NewReader(bytes.NewReader(src)), limit, scratch, "lz4")
+		zr := lz4Readers.Get().(*lz4.Reader)
+		defer lz4Readers.Put(zr)
+		zr.Reset(bytes.NewReader(src))
+		return readLimited(zr, limit, scratch, "lz4")
 	case CodecZstd:
 		v := zstdDecoders.Get()
 		d, ok := v.(*zstd.Decoder)
@@ -127,6 +130,13 @@ func snappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	return dst[:start+n], nil
 }
 
+// LZ4 readers and writers are pooled: each holds block buffers that cost
+// more to allocate than a batch costs to decode.
+var (
+	lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	lz4Writers = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
+)
+
 // zstdEncoder returns a shared encoder: building one costs far more than
 // compressing a batch, and EncodeAll is safe for concurrent use.
 var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
@@ -165,7 +175,14 @@ func Compress(codec Codec, src []byte) ([]byte, error) {
 			p = p[n:]
 		}
 	case CodecLZ4:
-		w := lz4.NewWriter(&buf)
+		// 64 KiB blocks, as Kafka's KafkaLZ4BlockOutputStream writes by
+		// default (the library's 4 MiB default costs a 4 MiB buffer).
+		w := lz4Writers.Get().(*lz4.Writer)
+		defer lz4Writers.Put(w)
+		w.Reset(&buf)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			return nil, err
+		}
 		if _, err := w.Write(src); err != nil {
 			return nil, err
 		}

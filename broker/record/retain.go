@@ -9,6 +9,22 @@ import (
 // dropped some of its records, as Kafka's MemoryRecords.filterTo and
 // buildRetainedRecordsInto do.
 
+// RecordsReuse is Records for a caller that decodes many batches: the
+// decompression buffer, grown as needed, is handed back in *scratch, so
+// steady-state decoding allocates only for a batch larger than any before.
+// Records of one batch alias *scratch until the next call.
+func (b Batch) RecordsReuse(limit int, scratch *[]byte) (Iter, error) {
+	if b.Codec() == CodecNone {
+		return NewIter(b.Payload(), b.RecordCount()), nil
+	}
+	data, err := Decompress(b.Codec(), b.Payload(), limit, (*scratch)[:0])
+	if err != nil {
+		return Iter{}, err
+	}
+	*scratch = data[:0]
+	return NewIter(data, b.RecordCount()), nil
+}
+
 // Timestamp returns the record's absolute timestamp within batch b: the
 // batch's base timestamp (or delete horizon) plus the record's delta.
 func (r Record) Timestamp(b Batch) int64 { return b.BaseTimestamp() + r.TimestampDelta }

@@ -31,9 +31,13 @@ type Config struct {
 	// CoordinatorEpoch is the leader epoch of the __transaction_state
 	// partition; markers carry it.
 	CoordinatorEpoch int32
-	// ValueVersion is the TransactionLogValue version written: 0 for
-	// transaction.version 0-1 (Kafka's TransactionVersion.transactionLogValueVersion).
-	ValueVersion int16
+	// TransactionVersion is the finalized level of the transaction.version
+	// feature (0-2). From level 1 the TransactionLogValue is written in
+	// version 1 (Kafka's TransactionVersion.transactionLogValueVersion); at
+	// level 2 the coordinator's own aborts (timeouts, fencing by
+	// InitProducerId) bump the epoch as transactions v2 do, because Kafka
+	// ends them with the server's level rather than a client's.
+	TransactionVersion int16
 	// NewProducerID allocates a fresh, durable producer id. It is the one
 	// call out of the state machine; it must not call back into it.
 	NewProducerID func() (int64, error)
@@ -91,6 +95,10 @@ type fields struct {
 	partitions     []TopicPartition // sorted, no duplicates
 	startMs        int64
 	updateMs       int64
+	// clientTV is the transaction version of the client request that
+	// made the last transition (Kafka's clientTransactionVersion): 2 when
+	// the epoch is bumped at every commit and abort.
+	clientTV int16
 }
 
 type opKind uint8
@@ -149,7 +157,9 @@ func New(cfg Config) *Coordinator {
 // coordinator keeps one epoch in reserve for fencing.
 func isEpochExhausted(e int16) bool { return e >= math.MaxInt16-1 }
 
-// prepare records next as m's pending transition, checking it is legal.
+// prepare records next as m's pending transition, checking it is legal. As
+// Kafka's TransactionMetadata.prepareTransitionTo, the transition's previous
+// producer id is the id before it.
 func (m *meta) prepare(next fields, kind opKind) error {
 	if m.hasPending {
 		return fmt.Errorf("%w: %s already has a pending transition to %s", ErrUnknown, m.id, m.pending.state)
@@ -157,6 +167,7 @@ func (m *meta) prepare(next fields, kind opKind) error {
 	if !canTransition(m.state, next.state) {
 		return fmt.Errorf("%w: %s cannot go from %s to %s", ErrUnknown, m.id, m.state, next.state)
 	}
+	next.prevProducerID = m.producerID
 	m.hasPending, m.pending, m.pendingKind = true, next, kind
 	return nil
 }
@@ -185,16 +196,19 @@ func (c *Coordinator) write(m *meta) (Write, error) {
 
 func (c *Coordinator) value(f fields) Value {
 	v := Value{
-		Version:            c.cfg.ValueVersion,
-		ProducerID:         f.producerID,
-		PreviousProducerID: f.prevProducerID,
-		NextProducerID:     f.nextProducerID,
-		ProducerEpoch:      f.epoch,
-		NextProducerEpoch:  noEpoch,
-		TimeoutMs:          f.timeoutMs,
-		State:              f.state,
-		LastUpdateMs:       f.updateMs,
-		StartMs:            f.startMs,
+		ProducerID:               f.producerID,
+		PreviousProducerID:       f.prevProducerID,
+		NextProducerID:           f.nextProducerID,
+		ProducerEpoch:            f.epoch,
+		NextProducerEpoch:        noEpoch,
+		TimeoutMs:                f.timeoutMs,
+		State:                    f.state,
+		LastUpdateMs:             f.updateMs,
+		StartMs:                  f.startMs,
+		ClientTransactionVersion: f.clientTV,
+	}
+	if c.cfg.TransactionVersion >= 1 {
+		v.Version = 1
 	}
 	if f.state != Empty {
 		v.Partitions = append([]TopicPartition(nil), f.partitions...)
@@ -316,49 +330,76 @@ func (c *Coordinator) newProducerID() (int64, error) {
 }
 
 // fenceAndAbort is Kafka's prepareFenceProducerEpoch followed by
-// endTransaction(ABORT, isFromClient=false): the in-memory epoch is bumped at
-// once (unless an earlier fence failed to be written), and PrepareAbort is
-// written with it.
+// endTransaction(ABORT, isFromClient=false) at the server's transaction
+// version. Below version 2 (endTransactionWithTV1) the in-memory epoch is
+// bumped at once (unless an earlier fence failed to be written), and
+// PrepareAbort is written with it. At version 2 the abort is a
+// transactions v2 abort: the fence only clears the way, and PrepareAbort is
+// written with the epoch bumped once (TransactionMetadata.prepareAbortOrCommit),
+// leaving memory untouched until the write succeeds.
 func (c *Coordinator) fenceAndAbort(m *meta, nowMs int64, kind opKind) Output {
-	if !m.failedFence && m.epoch < math.MaxInt16 {
-		m.epoch++
+	var next fields
+	if c.cfg.TransactionVersion >= 2 {
+		next = m.endFields(PrepareAbort, c.cfg.TransactionVersion, noProducerID, false, nowMs)
+	} else {
+		if !m.failedFence && m.epoch < math.MaxInt16 {
+			m.epoch++
+		}
+		m.lastEpoch = noEpoch
+		next = m.endFields(PrepareAbort, 0, noProducerID, false, nowMs)
 	}
-	m.lastEpoch = noEpoch
-	next := m.fields
-	next.state, next.updateMs = PrepareAbort, nowMs
 	if err := m.prepare(next, kind); err != nil {
 		return reply(err)
 	}
 	return c.writeOutput(m)
 }
 
-// AddPartitionsRequest is AddPartitionsToTxn from a client (v0-3), or
-// AddOffsetsToTxn with the __consumer_offsets partition of its group.
+// AddPartitionsRequest is AddPartitionsToTxn from a client (v0-3), from a
+// partition leader adding a partition on a producer's behalf (v4+ without
+// VerifyOnly: transactions v2, KIP-890 part 2), or AddOffsetsToTxn with the
+// __consumer_offsets partition of its group.
 type AddPartitionsRequest struct {
 	TransactionalID string
 	ProducerID      int64
 	ProducerEpoch   int16
 	Partitions      []TopicPartition
+	// TransactionVersion is the client's: 2 for AddPartitionsToTxn v4+
+	// (TransactionVersion.transactionVersionForAddPartitionsToTxn), else 0.
+	TransactionVersion int16
 }
 
 // AddPartitions adds partitions to the producer's transaction, starting one
-// if none is ongoing (Kafka's handleAddPartitionsToTransaction).
+// if none is ongoing (Kafka's handleAddPartitionsToTransaction, whose checks
+// come in this order: a pending transition, the producer id, its epoch,
+// then the state).
 func (c *Coordinator) AddPartitions(req AddPartitionsRequest, nowMs int64) Output {
-	m, err := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
-	if err != nil {
-		return reply(err)
+	switch {
+	case req.TransactionalID == "":
+		return reply(ErrInvalidRequest)
+	case c.loading:
+		return reply(ErrCoordinatorLoading)
 	}
-	if m.hasPending || m.awaitingMarkers || m.state == PrepareCommit || m.state == PrepareAbort {
+	m := c.txns[req.TransactionalID]
+	switch {
+	case m == nil:
+		return reply(ErrInvalidProducerIDMapping)
+	case m.hasPending || m.awaitingMarkers:
 		return reply(ErrConcurrentTransactions)
-	}
-	if m.state == Ongoing && m.hasAll(req.Partitions) {
+	case m.producerID != req.ProducerID:
+		return reply(ErrInvalidProducerIDMapping)
+	case m.epoch != req.ProducerEpoch:
+		return reply(ErrProducerFenced)
+	case m.state == PrepareCommit || m.state == PrepareAbort:
+		return reply(ErrConcurrentTransactions)
+	case m.state == Ongoing && m.hasAll(req.Partitions):
 		return reply(nil)
 	}
+	// TransactionMetadata.prepareAddPartitions.
 	next := m.fields
 	if m.state != Ongoing {
 		next.startMs = nowMs
 	}
-	next.state, next.updateMs = Ongoing, nowMs
+	next.state, next.updateMs, next.clientTV = Ongoing, nowMs, req.TransactionVersion
 	next.partitions = unionPartitions(m.partitions, req.Partitions)
 	if err := m.prepare(next, opAddPartitions); err != nil {
 		return reply(err)
@@ -456,12 +497,19 @@ type EndTxnRequest struct {
 	ProducerID      int64
 	ProducerEpoch   int16
 	Commit          bool
+	// TransactionVersion is the client's: 2 for EndTxn v5 and above
+	// (TransactionVersion.transactionVersionForEndTxn), else 0.
+	TransactionVersion int16
 }
 
-// EndTxn commits or aborts the producer's transaction (Kafka's
-// handleEndTransaction for transactions v1). Retrying the end of a completed
-// transaction with the same result succeeds.
+// EndTxn commits or aborts the producer's transaction. Below transaction
+// version 2 it is Kafka's endTransactionWithTV1: the epoch stays, and
+// retrying the end of a completed transaction with the same result
+// succeeds. At version 2 see endTxnV2.
 func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) Output {
+	if req.TransactionVersion >= 2 {
+		return c.endTxnV2(req, nowMs)
+	}
 	m, err := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
 	if err != nil {
 		return reply(err)
@@ -473,12 +521,11 @@ func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) Output {
 	}
 	switch m.state {
 	case Ongoing:
-		next := m.fields
-		next.state, next.updateMs = PrepareAbort, nowMs
+		st := PrepareAbort
 		if req.Commit {
-			next.state = PrepareCommit
+			st = PrepareCommit
 		}
-		if err := m.prepare(next, opEndTxn); err != nil {
+		if err := m.prepare(m.endFields(st, 0, noProducerID, false, nowMs), opEndTxn); err != nil {
 			return reply(err)
 		}
 		return c.writeOutput(m)
@@ -505,6 +552,131 @@ func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) Output {
 	return reply(ErrInvalidTxnState)
 }
 
+// endTxnV2 is Kafka's TransactionCoordinator.endTransaction for
+// transactions v2 (KIP-890 part 2): every commit and abort bumps the
+// epoch, and the reply carries the producer id and epoch to use next. When
+// the epoch would reach Short.MAX_VALUE a new producer id is allocated; the
+// markers still carry the old id with the exhausted epoch, and the id
+// changes (epoch 0) when the transaction completes. A client may abort
+// without having added a partition. Which states accept which epochs, as
+// Kafka's table:
+//
+//	               Abort            Commit
+//	               retry  current   retry  current
+//	Empty          FENCED bump      FENCED INVALID_TXN_STATE
+//	CompleteAbort  ok     bump      INVALID_TXN_STATE
+//	CompleteCommit INVALID bump     ok     INVALID_TXN_STATE
+//
+// where retry is the epoch before the last bump (or the last epoch of the
+// previous producer id after an overflow).
+func (c *Coordinator) endTxnV2(req EndTxnRequest, nowMs int64) Output {
+	switch {
+	case req.TransactionalID == "":
+		return reply(ErrInvalidRequest)
+	case c.loading:
+		return reply(ErrCoordinatorLoading)
+	}
+	m := c.txns[req.TransactionalID]
+	if m == nil {
+		return reply(ErrInvalidProducerIDMapping)
+	}
+	retryOnOverflow := m.prevProducerID == req.ProducerID && req.ProducerEpoch == math.MaxInt16-1 && m.epoch == 0
+	retryOnBump := int32(m.epoch) == int32(req.ProducerEpoch)+1
+	isRetry := retryOnBump || retryOnOverflow
+	var validEpoch bool
+	switch m.state {
+	case PrepareCommit, PrepareAbort:
+		validEpoch = retryOnBump
+	case CompleteCommit, CompleteAbort:
+		validEpoch = isRetry || req.ProducerEpoch == m.epoch
+	default:
+		validEpoch = req.ProducerEpoch == m.epoch
+	}
+	switch {
+	case m.producerID != req.ProducerID && !retryOnOverflow:
+		return reply(ErrInvalidProducerIDMapping)
+	case !validEpoch:
+		return reply(ErrProducerFenced)
+	case m.hasPending || m.awaitingMarkers:
+		return reply(ErrConcurrentTransactions)
+	}
+	current := func() Output {
+		return Output{Reply: &Reply{ProducerID: m.producerID, ProducerEpoch: m.epoch}}
+	}
+	end := func(st State, noPartitionAdded bool) Output {
+		next := int64(noProducerID)
+		if isEpochExhausted(m.epoch) {
+			pid, err := c.newProducerID()
+			if err != nil {
+				return reply(err)
+			}
+			next = pid
+		}
+		if err := m.prepare(m.endFields(st, req.TransactionVersion, next, noPartitionAdded, nowMs), opEndTxn); err != nil {
+			return reply(err)
+		}
+		return c.writeOutput(m)
+	}
+	switch m.state {
+	case Ongoing:
+		if req.Commit {
+			return end(PrepareCommit, false)
+		}
+		return end(PrepareAbort, false)
+	case CompleteCommit:
+		switch {
+		case req.Commit && isRetry:
+			return current()
+		case !req.Commit && !isRetry:
+			return end(PrepareAbort, true)
+		}
+	case CompleteAbort:
+		switch {
+		case !req.Commit && isRetry:
+			return current()
+		case !req.Commit:
+			return end(PrepareAbort, true)
+		}
+	case PrepareCommit:
+		if req.Commit {
+			return reply(ErrConcurrentTransactions)
+		}
+	case PrepareAbort:
+		if !req.Commit {
+			return reply(ErrConcurrentTransactions)
+		}
+	case Empty:
+		if !req.Commit {
+			return end(PrepareAbort, true)
+		}
+	default:
+		return reply(fmt.Errorf("%w: %s in state %s", ErrUnknown, m.id, m.state))
+	}
+	return reply(ErrInvalidTxnState)
+}
+
+// endFields returns m's transition to PrepareCommit or PrepareAbort (Kafka's
+// TransactionMetadata.prepareAbortOrCommit): at client transaction version
+// 2 the epoch is bumped (except an abort already at Short.MAX_VALUE, which
+// goes through so that the producer can recover) and nextPID, when not -1,
+// is the producer id the transaction completes with. An abort with no
+// partition added starts now.
+func (m *meta) endFields(st State, tv int16, nextPID int64, noPartitionAdded bool, nowMs int64) fields {
+	next := m.fields
+	next.state = st
+	if tv >= 2 {
+		if m.epoch != math.MaxInt16 || st != PrepareAbort {
+			next.epoch = m.epoch + 1
+		}
+		next.lastEpoch = m.epoch
+	}
+	if noPartitionAdded {
+		next.startMs = nowMs
+	}
+	next.nextProducerID, next.updateMs, next.clientTV = nextPID, nowMs, tv
+	return next
+}
+
 // Appended completes the write op: err is the append's failure, nil when
 // the record is in __transaction_state. The Output carries the reply of the
 // request that caused the write (ignored for writes nobody waits on) and
@@ -525,9 +697,10 @@ func (c *Coordinator) Appended(op Op, err error) Output {
 		m.clearPending()
 		switch kind {
 		case opInitFence, opTimeoutAbort:
-			// The bumped epoch stays in memory but was never written or
-			// returned: do not bump again (Kafka's hasFailedEpochFence).
-			m.failedFence = true
+			// Below transactions v2 the bumped epoch stays in memory but
+			// was never written or returned: do not bump again (Kafka's
+			// hasFailedEpochFence). A v2 fence left memory untouched.
+			m.failedFence = c.cfg.TransactionVersion < 2
 		case opComplete:
 			m.retryComplete = true
 		}
@@ -549,6 +722,11 @@ func (c *Coordinator) Appended(op Op, err error) Output {
 	case opEndTxn, opTimeoutAbort:
 		out := c.startMarkers(m)
 		out.Reply = &Reply{ProducerID: noProducerID, ProducerEpoch: noEpoch}
+		if kind == opEndTxn && m.clientTV >= 2 {
+			// Transactions v2 answer with the id and epoch the
+			// transaction completes with (the Complete* transition).
+			out.Reply.ProducerID, out.Reply.ProducerEpoch = m.completedID()
+		}
 		return out
 	}
 	return reply(nil)
@@ -565,10 +743,17 @@ func appendError(err error) error {
 }
 
 // startMarkers hands out the markers of a transaction just logged in a
-// Prepare state; until MarkersWritten the transaction is busy.
+// Prepare state; until MarkersWritten the transaction is busy. A
+// transaction without partitions (a transactions v2 abort with nothing
+// added) has no markers and completes at once, as
+// TransactionMarkerChannelManager.addTxnMarkersToSend appends its
+// completion directly.
 func (c *Coordinator) startMarkers(m *meta) Output {
-	m.awaitingMarkers = true
 	m.failedFence = false
+	if len(m.partitions) == 0 {
+		return c.complete(m, m.updateMs)
+	}
+	m.awaitingMarkers = true
 	return Output{Markers: []Markers{{
 		TransactionalID:  m.id,
 		ProducerID:       m.producerID,
@@ -591,12 +776,24 @@ func (c *Coordinator) MarkersWritten(id string, nowMs int64) Output {
 	return c.complete(m, nowMs)
 }
 
+// completedID returns the producer id and epoch a prepared transaction
+// completes with: after an epoch overflow of transactions v2, the next
+// producer id with epoch 0 (TransactionMetadata.prepareComplete).
+func (m *meta) completedID() (int64, int16) {
+	if m.clientTV >= 2 && m.nextProducerID != noProducerID {
+		return m.nextProducerID, 0
+	}
+	return m.producerID, m.epoch
+}
+
 func (c *Coordinator) complete(m *meta, nowMs int64) Output {
 	next := m.fields
 	next.state = CompleteAbort
 	if m.state == PrepareCommit {
 		next.state = CompleteCommit
 	}
+	next.producerID, next.epoch = m.completedID()
+	next.nextProducerID = noProducerID
 	next.partitions, next.updateMs = nil, nowMs
 	if err := m.prepare(next, opComplete); err != nil {
 		return reply(err)

@@ -23,8 +23,19 @@
 // __transaction_state through Replay, then calls Loaded, which resumes the
 // marker writes of transactions left in PrepareCommit or PrepareAbort.
 //
-// Transactions v1 are implemented (the client adds partitions with
-// AddPartitionsToTxn, the epoch is bumped only by InitProducerId). The
-// batched broker form of AddPartitionsToTxn (v4+, verify-only, KIP-890 part 1)
-// is answered by Verify.
+// Both transaction protocols are implemented, chosen per request as Kafka's
+// TransactionVersion does. Transactions v1: the client adds partitions with
+// AddPartitionsToTxn v0-3 and AddOffsetsToTxn, and the epoch is bumped only
+// by InitProducerId; a partition leader checks a producer's first batch
+// with Verify (AddPartitionsToTxn v4+ VerifyOnly, KIP-890 part 1).
+// Transactions v2 (KIP-890 part 2), for requests marked TransactionVersion
+// 2: partitions are added on the producer's behalf by the partition leader
+// (Produce v12, TxnOffsetCommit v5), and every EndTxn (v5) bumps the epoch,
+// writes the markers with the bumped epoch and answers with the producer id
+// and epoch to use next; when the epoch would reach Short.MAX_VALUE a new
+// producer id is allocated and taken when the transaction completes.
+// Config.TransactionVersion is the broker's finalized level: at 2 the
+// coordinator's own aborts (timeouts, fencing) are v2 aborts too, and
+// __transaction_state values are written in their flexible version 1 with
+// the previous and next producer ids and the client's transaction version.
 package txn

@@ -38,6 +38,7 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		partitions:     v.Partitions,
 		startMs:        v.StartMs,
 		updateMs:       v.LastUpdateMs,
+		clientTV:       v.ClientTransactionVersion,
 	}}
 	return nil
 }

@@ -99,6 +99,7 @@ type harness struct {
 	pidErr  bool
 	log     [][2][]byte
 	held    map[Op]Write
+	tv      int16 // the finalized transaction.version
 }
 
 func newHarness() *harness {
@@ -109,7 +110,7 @@ func newHarness() *harness {
 }
 
 func (h *harness) newCoordinator() *Coordinator {
-	return New(Config{MaxTimeoutMs: 900000, IDExpirationMs: 3600000, CoordinatorEpoch: 5,
+	return New(Config{MaxTimeoutMs: 900000, IDExpirationMs: 3600000, CoordinatorEpoch: 5, TransactionVersion: h.tv,
 		NewProducerID: func() (int64, error) {
 			if h.pidErr {
 				return 0, errors.New("no ids left")
@@ -173,11 +174,12 @@ func (h *harness) run(t *testing.T, line string) string {
 		h.handle(&b, out, hold, a)
 	case "add":
 		out := h.c.AddPartitions(AddPartitionsRequest{TransactionalID: a["id"], ProducerID: a.int(t, "pid", -1),
-			ProducerEpoch: int16(a.int(t, "epoch", -1)), Partitions: a.parts(t)}, h.now)
+			ProducerEpoch: int16(a.int(t, "epoch", -1)), Partitions: a.parts(t), TransactionVersion: int16(a.int(t, "tv", 0))}, h.now)
 		h.handle(&b, out, hold, a)
 	case "end":
 		out := h.c.EndTxn(EndTxnRequest{TransactionalID: a["id"], ProducerID: a.int(t, "pid", -1),
-			ProducerEpoch: int16(a.int(t, "epoch", -1)), Commit: a.str(t, "result") == "commit"}, h.now)
+			ProducerEpoch: int16(a.int(t, "epoch", -1)), Commit: a.str(t, "result") == "commit",
+			TransactionVersion: int16(a.int(t, "tv", 0))}, h.now)
 		h.handle(&b, out, hold, a)
 	case "verify":
 		res, err := h.c.Verify(VerifyRequest{TransactionalID: a["id"], ProducerID: a.int(t, "pid", -1),
@@ -221,6 +223,13 @@ func (h *harness) run(t *testing.T, line string) string {
 	case "set-epoch":
 		// Test-only: jump a producer's epoch to exercise exhaustion.
 		h.c.txns[a.str(t, "id")].epoch = int16(a.int(t, "epoch", 0))
+	case "server":
+		// Sets the finalized transaction.version; the coordinator is
+		// recreated, so use it before anything else.
+		h.tv = int16(a.int(t, "tv", 0))
+		h.c = h.newCoordinator()
+		h.c.Loaded()
+		fmt.Fprintf(&b, "transaction.version=%d\n", h.tv)
 	case "pid-alloc":
 		h.pidErr = a.str(t, "fail") == "true"
 	case "describe":
@@ -320,8 +329,13 @@ func describeWrite(w Write) string {
 	if err != nil {
 		return "bad value: " + err.Error()
 	}
-	return fmt.Sprintf("%s %s pid=%d epoch=%d timeout=%d parts=%v start=%d update=%d",
+	s := fmt.Sprintf("%s %s pid=%d epoch=%d timeout=%d parts=%v start=%d update=%d",
 		id, v.State, v.ProducerID, v.ProducerEpoch, v.TimeoutMs, v.Partitions, v.StartMs, v.LastUpdateMs)
+	if v.Version >= 1 {
+		// Transactions v2 fields, only in the flexible value.
+		s += fmt.Sprintf(" prev=%d next=%d client-tv=%d", v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion)
+	}
+	return s
 }
 
 func writeDesc(b *strings.Builder, d Description) {

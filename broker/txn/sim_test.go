@@ -42,10 +42,13 @@ type sim struct {
 	producers  map[string]*simProducer
 	// lastEpoch is the highest epoch logged per (id, pid).
 	lastEpoch map[string]int16
+	// tv is the finalized transaction.version: odd seeds run 2, where
+	// most requests come from transactions v2 clients.
+	tv int16
 }
 
 func (s *sim) newCoordinator() {
-	s.c = New(Config{MaxTimeoutMs: 10000, IDExpirationMs: 1 << 40, CoordinatorEpoch: 1,
+	s.c = New(Config{MaxTimeoutMs: 10000, IDExpirationMs: 1 << 40, CoordinatorEpoch: 1, TransactionVersion: s.tv,
 		NewProducerID: func() (int64, error) { s.nextPID++; return s.nextPID, nil }})
 }
 
@@ -55,6 +58,9 @@ var parts = []TopicPartition{{"x", 0}, {"x", 1}, {"y", 0}}
 func simulate(seed int64, steps int) error {
 	s := &sim{rng: rand.New(rand.NewSource(seed)), nextPID: 100, markersOut: map[string]Markers{},
 		producers: map[string]*simProducer{}, lastEpoch: map[string]int16{}}
+	if seed%2 == 1 {
+		s.tv = 2
+	}
 	s.newCoordinator()
 	s.c.Loaded()
 	for step := 0; step < steps; step++ {
@@ -85,6 +91,10 @@ func (s *sim) step() error {
 	if s.rng.Intn(8) == 0 && epoch > 0 {
 		epoch--
 	}
+	clientTV := int16(0)
+	if s.tv >= 2 && s.rng.Intn(4) != 0 {
+		clientTV = 2
+	}
 	var out Output
 	switch op := s.rng.Intn(12); {
 	case op < 2:
@@ -104,9 +114,31 @@ func (s *sim) step() error {
 		for i := 0; i < n; i++ {
 			tps = append(tps, parts[s.rng.Intn(len(parts))])
 		}
-		out = s.c.AddPartitions(AddPartitionsRequest{TransactionalID: id, ProducerID: p.pid, ProducerEpoch: epoch, Partitions: tps}, s.now)
+		out = s.c.AddPartitions(AddPartitionsRequest{TransactionalID: id, ProducerID: p.pid, ProducerEpoch: epoch, Partitions: tps,
+			TransactionVersion: clientTV}, s.now)
 	case op < 7:
-		out = s.c.EndTxn(EndTxnRequest{TransactionalID: id, ProducerID: p.pid, ProducerEpoch: epoch, Commit: s.rng.Intn(2) == 0}, s.now)
+		out = s.c.EndTxn(EndTxnRequest{TransactionalID: id, ProducerID: p.pid, ProducerEpoch: epoch, Commit: s.rng.Intn(2) == 0,
+			TransactionVersion: clientTV}, s.now)
+		var rerr error
+		if err := s.handle(out, func(r *Reply) {
+			switch {
+			case r.Err != nil:
+			case clientTV < 2 && r.ProducerID != -1:
+				rerr = fmt.Errorf("EndTxn v4 answered producer %d epoch %d", r.ProducerID, r.ProducerEpoch)
+			case clientTV >= 2 && (r.ProducerID < 0 || r.ProducerEpoch < 0):
+				rerr = fmt.Errorf("EndTxn v5 answered producer %d epoch %d", r.ProducerID, r.ProducerEpoch)
+			case clientTV >= 2:
+				// Transactions v2: the epoch to use next.
+				if r.ProducerID == p.pid && r.ProducerEpoch < p.epoch {
+					rerr = fmt.Errorf("EndTxn v5 moved epoch back from %d to %d", p.epoch, r.ProducerEpoch)
+				}
+				p.pid, p.epoch = r.ProducerID, r.ProducerEpoch
+			}
+		}); err != nil {
+			return err
+		}
+		return rerr
+
 	case op < 8:
 		s.now += int64(s.rng.Intn(4000))
 		out = s.c.Tick(s.now)
@@ -146,7 +178,10 @@ func (s *sim) handle(out Output, onReply func(*Reply)) error {
 			return out.Reply.Err
 		}
 		if onReply != nil {
+			// Only the first reply answers the request, as in the
+			// runtime; later writes of the same Output answer nobody.
 			onReply(out.Reply)
+			onReply = nil
 		}
 	}
 	if err := s.takeMarkers(out.Markers); err != nil {

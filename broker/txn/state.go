@@ -49,12 +49,14 @@ func ParseState(name string) (State, bool) {
 }
 
 // validPrevious lists, for each state, the states it may be entered from
-// (Kafka's TransactionState.validPreviousStates for transactions v1).
+// (Kafka's TransactionState.validPreviousStates). PrepareAbort may follow
+// Empty and Complete* only for transactions v2, where a client may abort
+// without having added a partition (TransactionCoordinator.endTransaction).
 var validPrevious = map[State][]State{
 	Empty:             {Empty, CompleteCommit, CompleteAbort},
 	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
 	PrepareCommit:     {Ongoing},
-	PrepareAbort:      {Ongoing, PrepareEpochFence},
+	PrepareAbort:      {Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort},
 	CompleteCommit:    {PrepareCommit},
 	CompleteAbort:     {PrepareAbort},
 	Dead:              {Empty, CompleteCommit, CompleteAbort},

@@ -1,6 +1,7 @@
 // Package wire owns Cascade's side of the Kafka wire protocol below the
 // message bodies: length-prefixed frames, the request header (v0-v2) and
-// response header (v0-v1) codecs, and the per-connection server loop.
+// response header (v0-v1) codecs, the per-connection server loop, and the
+// memory bounds every request is read under.
 //
 // Message bodies are decoded and encoded by franz-go's kmsg; this package
 // only bounds and frames them. Each connection runs one reader goroutine,
@@ -9,9 +10,54 @@
 // client may pipeline requests; a slow client only ever blocks its own
 // connection.
 //
+// # Bounded allocation
+//
+// Bad input gets a Kafka error code or a closed connection, never an
+// allocation beyond the configured bounds. Reading one request goes:
+//
+//  1. The 4-byte length. Above socket.request.max.bytes (Server
+//     MaxRequestBytes) the connection closes before anything else is read,
+//     as Kafka's NetworkReceive.
+//  2. The api key and version (4 bytes). An unknown key closes the
+//     connection. A frame longer than the key's APIFrameCap closes it too:
+//     every API but Produce and Metadata is capped at
+//     socket.request.max.bytes / DecodeAmplification, never below
+//     MinAPIFrameCap (1 MiB), so that its worst-case decode stays within one
+//     maximum-size frame; their legitimate requests are far smaller.
+//     Produce and Metadata may use the whole of socket.request.max.bytes,
+//     as in Kafka.
+//  3. A reservation of Reservation(key, version, n) bytes (frame size ×
+//     DecodeAmplification + ReservationSlack) from the broker-wide Budget,
+//     queued.max.request.bytes. Like Kafka's non-strict SimpleMemoryPool it
+//     is granted while anything is left, so no request is refused for its
+//     size; while the budget is spent the reader waits, in arrival order,
+//     without reading (Kafka mutes the channel). Only then is the body
+//     buffer allocated and read.
+//  4. For Produce and Metadata, a scan of the body (sizeEstimate) computes
+//     what decoding will really allocate (records alias the frame), and the
+//     reservation shrinks to it, so large legitimate produce requests hold
+//     about their own size, not their worst case.
+//  5. The reservation is released when the dispatcher returns.
+//
+// DecodeAmplification is a generated table (amplification_gen.go): the most
+// bytes kmsg allocates per frame byte when decoding crafted worst-case
+// frames of each key, measured by TestDecodeAmplification, which fails if
+// any measurement exceeds its reservation and regenerates the table with
+// -rewrite. kmsg already refuses array lengths that the bytes present cannot
+// hold at the element's minimum size; what remains is up to about 18× for
+// arrays of short strings in non-flexible versions and about 41× for
+// flexible versions, whose unknown tagged fields kmsg keeps in a map.
+//
+// So the bytes reserved at once never exceed queued.max.request.bytes plus
+// one reservation, and one reservation is at most about
+// socket.request.max.bytes (or MinAPIFrameCap × amplification) for the
+// capped APIs, and the real decoded size of a well-formed Produce or
+// Metadata request. queued.max.request.bytes=-1 (Kafka's default) disables
+// the budget; Cascade's default is 1 GiB.
+//
 // Use:
 //
-//	srv := &wire.Server{Dispatcher: d, MaxRequestBytes: 100 << 20}
+//	srv := &wire.Server{Dispatcher: d, MaxRequestBytes: 100 << 20, Budget: wire.NewBudget(1 << 30)}
 //	go srv.Serve(ln)
 //	defer srv.Close()
 package wire

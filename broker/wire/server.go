@@ -348,7 +348,9 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
 			o.resp.release()
 			continue
 		}
-		n, err := s.writeOne(c, buf[:0], o)
+		var n int
+		var err error
+		buf, n, err = s.writeOne(c, buf[:0], o)
 		if err != nil {
 			failed = true
 			c.Close()
@@ -363,7 +365,9 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
 	}
 }
 
-func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) (int, error) {
+// writeOne writes one response, encoding into buf, and returns buf for reuse
+// by the next response.
+func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) ([]byte, int, error) {
 	defer o.resp.release()
 	buf, at := AppendFrameLength(buf)
 	buf = AppendResponseHeader(buf, o.correlationID, ResponseHeaderFlexible(o.key, o.version))
@@ -371,12 +375,12 @@ func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) (int, error) {
 		buf = o.resp.Msg.AppendTo(buf)
 		FinishFrame(buf, at, 0)
 		_, err := c.Write(buf)
-		return len(buf), err
+		return buf, len(buf), err
 	}
 	FinishFrame(buf, at, o.resp.Body.Len())
 	if _, err := c.Write(buf); err != nil {
-		return 0, err
+		return buf, 0, err
 	}
 	n, err := o.resp.Body.WriteTo(c)
-	return len(buf) + int(n), err
+	return buf, len(buf) + int(n), err
 }

@@ -181,3 +181,55 @@ func TestEnsureRejectsBadVersion(t *testing.T) {
 		t.Error("a version with shell characters was accepted")
 	}
 }
+
+func TestKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Apache Kafka twice")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d := ensureOrSkip(t, ctx)
+	// A restarted broker waits for its old registration to expire; a short
+	// broker session keeps the test brief.
+	b, err := d.StartBroker(ctx, BrokerOptions{Dir: t.TempDir(), Overrides: map[string]string{
+		"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	if err := b.Restart(ctx); err == nil {
+		t.Fatal("Restart of a running broker succeeded")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t2"); err != nil || res.Err != nil {
+		t.Fatalf("create topic: %v %v", err, res.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t2", Value: []byte("before-crash")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := b.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restarted after SIGKILL in %v", time.Since(start).Round(time.Millisecond))
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics("t2"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	fs := cl2.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "before-crash" {
+		t.Fatalf("after restart read %v", recs)
+	}
+}

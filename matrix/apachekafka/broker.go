@@ -53,6 +53,11 @@ type Broker struct {
 	logPath   string
 	clusterID string
 
+	propsPath string
+	jvm       []string      // JVM flags before -cp.
+	stdout    *os.File      // Optional second copy of the log.
+	timeout   time.Duration // Start-up bound.
+
 	cmd      *exec.Cmd
 	logFile  *os.File
 	exited   chan struct{}
@@ -158,44 +163,16 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 	if heap == "" {
 		heap = "512m"
 	}
-	b.logFile, err = os.Create(b.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("apachekafka: create log: %w", err)
-	}
-	// The broker must outlive ctx (which bounds only start-up), so it is
-	// not started with exec.CommandContext.
-	jvm := []string{"-Xmx" + heap, "-Xms128m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+	b.jvm = []string{"-Xmx" + heap, "-Xms128m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
 		"-Djava.awt.headless=true"}
 	if opts.JVMOptions != nil {
-		jvm = append([]string{"-Xmx" + heap}, opts.JVMOptions...)
+		b.jvm = append([]string{"-Xmx" + heap}, opts.JVMOptions...)
 	}
-	b.cmd = exec.Command(d.java, append(jvm,
-		"-Dlog4j2.configurationFile="+filepath.Join(d.dir, "log4j2.properties"),
-		"-cp", d.Classpath(), "kafka.Kafka", propsPath)...)
-	b.cmd.Dir = b.dir
-	if opts.Stdout != nil {
-		w := &teeFile{a: b.logFile, b: opts.Stdout}
-		b.cmd.Stdout, b.cmd.Stderr = w, w
-	} else {
-		b.cmd.Stdout, b.cmd.Stderr = b.logFile, b.logFile
+	b.propsPath, b.stdout, b.timeout = propsPath, opts.Stdout, opts.StartTimeout
+	if b.timeout == 0 {
+		b.timeout = 90 * time.Second
 	}
-	setParentDeath(b.cmd)
-	if err := b.cmd.Start(); err != nil {
-		b.logFile.Close()
-		return nil, fmt.Errorf("apachekafka: start java: %w", err)
-	}
-	go func() {
-		b.waitErr = b.cmd.Wait()
-		close(b.exited)
-	}()
-
-	timeout := opts.StartTimeout
-	if timeout == 0 {
-		timeout = 90 * time.Second
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := b.waitReady(wctx); err != nil {
+	if err := b.launch(ctx); err != nil {
 		b.Stop()
 		logTail := readTail(b.logPath, 3000)
 		if strings.Contains(logTail, "Address already in use") {
@@ -204,6 +181,69 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 		return nil, fmt.Errorf("apachekafka: broker did not start: %w; log %s ends:\n%s", err, b.logPath, logTail)
 	}
 	return b, nil
+}
+
+// launch starts kafka.Kafka on the formatted directory and waits until it
+// answers. The log file is appended to, so a restart keeps the history.
+func (b *Broker) launch(ctx context.Context) error {
+	var err error
+	b.logFile, err = os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("apachekafka: open log: %w", err)
+	}
+	// The broker must outlive ctx (which bounds only start-up), so it is
+	// not started with exec.CommandContext.
+	cmd := exec.Command(b.dist.java, append(append([]string{}, b.jvm...),
+		"-Dlog4j2.configurationFile="+filepath.Join(b.dist.dir, "log4j2.properties"),
+		"-cp", b.dist.Classpath(), "kafka.Kafka", b.propsPath)...)
+	cmd.Dir = b.dir
+	if b.stdout != nil {
+		w := &teeFile{a: b.logFile, b: b.stdout}
+		cmd.Stdout, cmd.Stderr = w, w
+	} else {
+		cmd.Stdout, cmd.Stderr = b.logFile, b.logFile
+	}
+	setParentDeath(cmd)
+	if err := cmd.Start(); err != nil {
+		b.logFile.Close()
+		return fmt.Errorf("apachekafka: start java: %w", err)
+	}
+	exited := make(chan struct{})
+	b.cmd, b.exited = cmd, exited
+	go func() {
+		b.waitErr = cmd.Wait()
+		close(exited)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.waitReady(wctx)
+}
+
+// Restart starts the broker again on the same directory, ports and
+// configuration after Kill, or after Stop when BrokerOptions.Dir was given
+// (Stop removes a temporary directory). The data written before survives
+// as far as Kafka's own recovery keeps it; the fault suite uses this to
+// crash the oracle as it crashes Cascade.
+func (b *Broker) Restart(ctx context.Context) error {
+	if b.cmd != nil {
+		select {
+		case <-b.exited:
+		default:
+			return errors.New("apachekafka: Restart of a running broker")
+		}
+	}
+	if _, err := os.Stat(b.propsPath); err != nil {
+		return fmt.Errorf("apachekafka: cannot restart, the broker directory is gone: %w", err)
+	}
+	if b.logFile != nil {
+		b.logFile.Close()
+	}
+	b.stopOnce, b.stopErr = sync.Once{}, nil
+	if err := b.launch(ctx); err != nil {
+		b.Kill()
+		return fmt.Errorf("apachekafka: broker did not restart: %w; log %s ends:\n%s", err, b.logPath, readTail(b.logPath, 3000))
+	}
+	return nil
 }
 
 // waitReady polls the broker with ApiVersions and Metadata until it lists

@@ -4,7 +4,9 @@
 // It owns three things: resolving the pinned Kafka jars from Maven Central
 // into a shared cache (Ensure), running Kafka's own command-line tools from
 // those jars (Dist.Run, Dist.DumpLog), and starting a single-node combined
-// KRaft broker on free loopback ports (Dist.StartBroker). Nothing here
+// KRaft broker on free loopback ports (Dist.StartBroker), which Broker.Kill
+// crashes with SIGKILL and Broker.Restart brings back on the same directory
+// and ports, so fault suites can crash the oracle too. Nothing here
 // imports Cascade's broker: the matrix, the fault suite and the storage tests
 // all treat Apache Kafka as a black box reached over TCP or through its tools.
 //

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Driver is one Kafka client library behind a common set of operations.
@@ -360,4 +362,19 @@ func NextOffsets(recs []Record) []PartitionOffset {
 		out = append(out, PartitionOffset{Partition: p, Offset: next[p]})
 	}
 	return out
+}
+
+// CodeName returns Kafka's name for an error code, as in
+// org.apache.kafka.common.protocol.Errors ("TOPIC_ALREADY_EXISTS" for 36),
+// or "UNKNOWN_CODE_<n>" for a code this build does not know.
+func CodeName(code int16) string {
+	e := kerr.ErrorForCode(code)
+	if code != kerr.UnknownServerError.Code && e == kerr.UnknownServerError {
+		return fmt.Sprintf("UNKNOWN_CODE_%d", code)
+	}
+	var ke *kerr.Error
+	if errors.As(e, &ke) {
+		return ke.Message
+	}
+	return fmt.Sprintf("UNKNOWN_CODE_%d", code)
 }

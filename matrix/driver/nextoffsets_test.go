@@ -15,3 +15,11 @@ func TestNextOffsets(t *testing.T) {
 		t.Errorf("NextOffsets(nil) = %v", got)
 	}
 }
+
+func TestCodeName(t *testing.T) {
+	for code, want := range map[int16]string{36: "TOPIC_ALREADY_EXISTS", -1: "UNKNOWN_SERVER_ERROR", 1: "OFFSET_OUT_OF_RANGE", 32000: "UNKNOWN_CODE_32000"} {
+		if got := CodeName(code); got != want {
+			t.Errorf("CodeName(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

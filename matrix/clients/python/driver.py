@@ -870,6 +870,11 @@ class KafkaPythonDriver:
         try:
             topic, count = args["topic"], args.get("count", 0)
             out = {"records": []}
+            # Fetch the topic's metadata before joining: a group leader whose
+            # metadata lacks the topic assigns it to no one (kafka-python logs
+            # "No partition metadata for topic") and may not rebalance again
+            # within the command.
+            c.partitions_for_topic(topic)
             c.subscribe([topic])
             dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
             while len(out["records"]) < count and dl.left() > 0:

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cascade-kafka/cascade/matrix/driver"
 )
@@ -56,10 +55,7 @@ func (d *drv) Close() error { d.admin.Close(); return nil }
 func errName(e kafka.Error) string {
 	c := e.Code()
 	if c >= 0 {
-		if ke, ok := kerr.ErrorForCode(int16(c)).(*kerr.Error); ok {
-			return ke.Message
-		}
-		return fmt.Sprintf("UNKNOWN_CODE_%d", int(c))
+		return driver.CodeName(int16(c))
 	}
 	switch c {
 	case kafka.ErrUnknownTopic:

@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +45,20 @@ var Specs = map[string]Spec{
 // Progress receives one line per image build; os.Stderr by default, as the
 // matrix's own progress lines.
 var Progress io.Writer = os.Stderr
+
+// Labels on every driver container: the client id, and a per-process
+// session id so that a run (or a test) can tell its own containers apart.
+const (
+	LabelClient  = "org.cascade.matrix.client"
+	LabelSession = "org.cascade.matrix.session"
+)
+
+// session identifies this process's containers.
+var session = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms.
+	return hex.EncodeToString(b[:])
+}()
 
 // ErrNoEngine reports that no Docker engine answered.
 var ErrNoEngine = errors.New("container: no Docker engine")
@@ -101,8 +117,8 @@ func Engine(ctx context.Context) (*testcontainers.DockerClient, error) {
 // noEngine explains a failed engine probe: what needs the engine and what
 // to run.
 func noEngine(err error) error {
-	return fmt.Errorf("%w: %s=%s runs the Python and Java drivers in containers, but no Docker engine answered (%v); run ci/docker-setup.sh (installs and starts dockerd, builds the images) or start Docker, or unset %s to run the drivers as local processes",
-		ErrNoEngine, driver.RuntimeEnv, Name, err, driver.RuntimeEnv)
+	return fmt.Errorf("%w: run ci/docker-setup.sh (installs and starts dockerd, builds the images) or start Docker; %s=%s runs the Python and Java drivers in containers (unset it to run them as local processes); the engine said: %v",
+		ErrNoEngine, driver.RuntimeEnv, Name, err)
 }
 
 // Start runs spec's driver in a container on the host network and sends
@@ -121,7 +137,7 @@ func Start(ctx context.Context, spec Spec, bootstrap string) (driver.Driver, err
 		testcontainers.WithCmd(spec.Args...),
 		testcontainers.WithNoStart(),
 		testcontainers.WithLogger(quietLogger{}),
-		testcontainers.WithLabels(map[string]string{"org.cascade.matrix.client": spec.Client}),
+		testcontainers.WithLabels(map[string]string{LabelClient: spec.Client, LabelSession: session}),
 		testcontainers.WithConfigModifier(func(c *mcontainer.Config) {
 			// Stdin stays open while one attach holds it, and closes
 			// when that attach ends: the driver's end of input.

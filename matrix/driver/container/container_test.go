@@ -123,12 +123,13 @@ func engineOrSkip(t *testing.T) client.APIClient {
 	return cli
 }
 
-// leftovers lists the containers this runtime started that still exist.
+// leftovers lists the containers this process started that still exist
+// (other packages' tests may run driver containers at the same time).
 func leftovers(t *testing.T, cli client.APIClient) []string {
 	t.Helper()
 	res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", "org.cascade.matrix.client"),
+		Filters: make(client.Filters).Add("label", LabelSession+"="+session),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -65,8 +65,7 @@ func codeErr(code int16, msg *string) error {
 	if code == 0 {
 		return nil
 	}
-	e := kerr.ErrorForCode(code).(*kerr.Error)
-	de := &driver.Error{Code: e.Message}
+	de := &driver.Error{Code: driver.CodeName(code)}
 	if msg != nil {
 		de.Message = *msg
 	}

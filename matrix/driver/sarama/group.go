@@ -98,9 +98,13 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 			}
 		}
 	}()
-	// One session is enough: Consume returns when cctx ends (count reached
-	// or timeout) or on a rebalance, which a single member does not see.
-	consumeErr := g.Consume(cctx, []string{req.Topic}, h)
+	// Consume returns at the end of each session: when cctx ends (count
+	// reached or timeout) or on a rebalance, after which the member joins
+	// again, as sarama's documentation loops.
+	var consumeErr error
+	for consumeErr == nil && cctx.Err() == nil {
+		consumeErr = g.Consume(cctx, []string{req.Topic}, h)
+	}
 	closeErr := g.Close() // Leaves the group, except for a static member.
 	<-errsDone
 	h.mu.Lock()

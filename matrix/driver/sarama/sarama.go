@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cascade-kafka/cascade/matrix/driver"
 )
@@ -68,12 +67,7 @@ func (d *drv) Close() error {
 }
 
 // codeName returns Kafka's name for a sarama KError.
-func codeName(k sarama.KError) string {
-	if e, ok := kerr.ErrorForCode(int16(k)).(*kerr.Error); ok {
-		return e.Message
-	}
-	return fmt.Sprintf("UNKNOWN_CODE_%d", int16(k))
-}
+func codeName(k sarama.KError) string { return driver.CodeName(int16(k)) }
 
 // kafkaErr converts sarama's error types to a driver.Error carrying the
 // Kafka error name.

@@ -287,11 +287,18 @@ func TestCompareCascade(t *testing.T) {
 		t.Errorf("planted loss not reported: verified=%v %+v", res.Verified, v)
 	}
 
-	// The same instance through librdkafka.
+	// The same broker through librdkafka, reached as an external cluster
+	// by address only, so its disk use comes from DescribeLogDirs.
 	w.Client = ClientConfluent
-	res, err = Run(ctx, "cascade", inst, w, 3, Options{PlantLoss: -1})
+	res, err = Run(ctx, "external", &Instance{Addr: inst.Addr}, w, 3, Options{PlantLoss: -1})
 	if err != nil || !res.Verified {
 		t.Errorf("confluent-kafka-go run: err %v, %+v", err, res.Verification)
+	}
+	if res.DiskSource != "DescribeLogDirs" || res.DiskBytes == nil || *res.DiskBytes < w.Records*int64(w.PayloadBytes) {
+		t.Errorf("external disk bytes = %v from %q", res.DiskBytes, res.DiskSource)
+	}
+	if res.BrokerCPUSeconds != nil {
+		t.Error("broker CPU reported for a broker the tool did not start")
 	}
 }
 

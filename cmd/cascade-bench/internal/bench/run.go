@@ -51,6 +51,11 @@ type RunResult struct {
 	// the produce phase; null when the broker keeps no data dir the tool
 	// can see.
 	DiskBytes *int64 `json:"disk_bytes"`
+	// DiskSource says how DiskBytes was measured: "data dir" (allocated
+	// blocks of the partition directories of a broker the tool started) or
+	// "DescribeLogDirs" (segment sizes the cluster reports, all replicas);
+	// when DiskBytes is null it says why.
+	DiskSource string `json:"disk_source"`
 
 	Verified     bool         `json:"verified"`
 	Verification Verification `json:"verification"`
@@ -145,12 +150,22 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 	if err != nil {
 		return err
 	}
-	if inst.DataDir != "" {
+	switch {
+	case inst.DataDir != "":
 		n, err := topicDiskBytes(inst.DataDir, res.Topic)
 		if err != nil {
 			return err
 		}
-		res.DiskBytes = &n
+		res.DiskBytes, res.DiskSource = &n, "data dir"
+	case inst.InMemory:
+		res.DiskSource = "in memory"
+	default:
+		n, err := describedBytes(ctx, adm, res.Topic, w.Partitions)
+		if err != nil {
+			res.DiskSource = "unknown: " + err.Error()
+		} else {
+			res.DiskBytes, res.DiskSource = &n, "DescribeLogDirs"
+		}
 	}
 	self1, err = readProc(os.Getpid())
 	if err != nil {
@@ -208,6 +223,30 @@ func warmup(ctx context.Context, drv driver, adm *kadm.Client, inst *Instance, w
 		return fmt.Errorf("deleting warm-up topic: %w", err)
 	}
 	return nil
+}
+
+// describedBytes sums the sizes the cluster reports for the topic's
+// partitions in DescribeLogDirs, over every broker and log dir.
+func describedBytes(ctx context.Context, adm *kadm.Client, topic string, partitions int) (int64, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	set := kadm.TopicsSet{}
+	for p := range partitions {
+		set.Add(topic, int32(p))
+	}
+	all, err := adm.DescribeAllLogDirs(dctx, set)
+	if err != nil {
+		return 0, fmt.Errorf("DescribeLogDirs: %w", err)
+	}
+	var total int64
+	var derr error
+	all.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil {
+			derr = fmt.Errorf("DescribeLogDirs %s on broker %d: %w", d.Dir, d.Broker, d.Err)
+		}
+		total += d.Size()
+	})
+	return total, derr
 }
 
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {

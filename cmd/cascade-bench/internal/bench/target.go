@@ -34,7 +34,9 @@ type Instance struct {
 	Addr    string
 	Pid     int
 	DataDir string
-	stop    func() error
+	// InMemory marks a broker that keeps no data on disk (kfake).
+	InMemory bool
+	stop     func() error
 }
 
 // Stop stops a broker the tool started; for an external one it does
@@ -225,7 +227,7 @@ func (k Kfake) Start(ctx context.Context, round int) (*Instance, error) {
 		lf.Close()
 		return nil, fmt.Errorf("starting kfake helper: %w", err)
 	}
-	inst := &Instance{Pid: cmd.Process.Pid}
+	inst := &Instance{Pid: cmd.Process.Pid, InMemory: true}
 	inst.stop = processStopper(cmd, lf, "", true)
 	lines := make(chan string, 1)
 	go func() {

@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cascade-kafka/cascade/faults/proxy"
+)
+
+func TestProxyFaultsApplyAndHeal(t *testing.T) {
+	g := proxy.NewGroup(proxy.Options{Seed: 1})
+	defer g.Close()
+	p, err := g.Add("b", "127.0.0.1:0", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, f := range ProxyFaults(p) {
+		if err := f.Apply(ctx); err != nil {
+			t.Errorf("applying %s: %v", f.Name, err)
+		}
+		if err := f.Heal(ctx); err != nil {
+			t.Errorf("healing %s: %v", f.Name, err)
+		}
+		if ts := p.Toxics(); len(ts) != 0 {
+			t.Errorf("after healing %s, toxics left: %v", f.Name, ts)
+		}
+	}
+}
+
+func TestScheduleReplaysSeed(t *testing.T) {
+	runOnce := func(seed uint64) ([]string, string) {
+		var log strings.Builder
+		var applied, healed []string
+		mk := func(name string) Fault {
+			return Fault{Name: name,
+				Apply: func(context.Context) error { applied = append(applied, name); return nil },
+				Heal:  func(context.Context) error { healed = append(healed, name); return nil }}
+		}
+		s := &Schedule{Faults: []Fault{mk("a"), mk("b"), mk("c")}, Seed: seed, Period: time.Millisecond, Log: &log}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		names, err := s.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(applied) != len(healed) {
+			t.Errorf("applied %v but healed %v", applied, healed)
+		}
+		return names, log.String()
+	}
+	a, logA := runOnce(7)
+	b, _ := runOnce(7)
+	n := min(len(a), len(b))
+	if n < 5 || strings.Join(a[:n], " ") != strings.Join(b[:n], " ") {
+		t.Errorf("seed 7 applied %v, then %v", a, b)
+	}
+	if !strings.Contains(logA, "fault: ") {
+		t.Errorf("schedule log lacks fault lines:\n%s", logA)
+	}
+}
+
+func TestCrashFaultOutlivesTheRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var seen error
+	f := CrashFault(crashFunc(func(c context.Context) error { seen = c.Err(); return nil }))
+	if err := f.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seen != nil {
+		t.Errorf("the restart was cut short by the run's end: %v", seen)
+	}
+}
+
+// crashFunc is a Target whose Crash is the function itself.
+type crashFunc func(context.Context) error
+
+func (crashFunc) Addr() string                      { return "" }
+func (f crashFunc) Crash(ctx context.Context) error { return f(ctx) }
+
+func TestSchedulePicksDistinctFaultsByWeight(t *testing.T) {
+	s := &Schedule{Faults: []Fault{{Name: "heavy", Weight: 3}, {Name: "a"}, {Name: "b"}}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := map[string]int{}
+	sizes := map[int]int{}
+	for i := 0; i < 30000; i++ {
+		set := s.pick(rng, 2)
+		sizes[len(set)]++
+		seen := map[string]bool{}
+		for _, f := range set {
+			if seen[f.Name] {
+				t.Fatalf("%s drawn twice in one set", f.Name)
+			}
+			seen[f.Name] = true
+			counts[f.Name]++
+		}
+	}
+	for n := 0; n <= 2; n++ {
+		if sizes[n] < 9000 || sizes[n] > 11000 {
+			t.Errorf("sets of %d faults: %d of 30000, want about a third", n, sizes[n])
+		}
+	}
+	if sizes[3] != 0 {
+		t.Errorf("%d sets above the maximum", sizes[3])
+	}
+	if r := float64(counts["heavy"]) / float64(counts["a"]); r < 1.8 || r > 3.2 {
+		t.Errorf("weight 3 drawn %.2f times as often as weight 1 (%v)", r, counts)
+	}
+}

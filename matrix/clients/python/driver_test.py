@@ -1,0 +1,84 @@
+"""Unit tests of driver.py that need no broker (run by python_test.go in
+the provisioned virtualenv: python -m unittest driver_test)."""
+
+import io
+import json
+import unittest
+
+import driver
+
+
+def run(client, *cmds):
+    out = io.StringIO()
+    driver.serve(client, io.StringIO("".join(json.dumps(c) + "\n" for c in cmds)), out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+class ServeTest(unittest.TestCase):
+    def test_hello_unknown_op_close(self):
+        for client in sorted(driver.CLIENTS):
+            got = run(client,
+                      {"id": 1, "op": "produce", "args": {}},
+                      {"id": 2, "op": "hello", "args": {"bootstrap": "127.0.0.1:1", "protocol": 1}},
+                      {"id": 3, "op": "no_such_op", "args": {}},
+                      {"id": 4, "op": "hello", "args": {"bootstrap": "127.0.0.1:1", "protocol": 1}},
+                      {"id": 5, "op": "close"},
+                      {"id": 6, "op": "hello", "args": {}})
+            self.assertEqual([r["id"] for r in got], [1, 2, 3, 4, 5], client)  # Nothing after close.
+            self.assertEqual(got[0]["error"]["code"], "CLIENT_ERROR")  # Before hello.
+            self.assertEqual(got[1]["result"]["client"], client)
+            self.assertEqual(got[1]["result"]["protocol"], driver.PROTOCOL)
+            self.assertEqual(got[2]["error"]["code"], "UNSUPPORTED")
+            self.assertFalse(got[3]["ok"])  # Hello twice.
+            self.assertEqual(got[4], {"id": 5, "ok": True, "result": {}})
+
+    def test_wrong_protocol(self):
+        got = run("python-kafka-python", {"id": 1, "op": "hello", "args": {"bootstrap": "x:1", "protocol": 2}})
+        self.assertFalse(got[0]["ok"])
+
+    def test_kafka_python_null_header_unsupported(self):
+        d = driver.KafkaPythonDriver("127.0.0.1:1")
+        with self.assertRaises(driver.DriverError) as cm:
+            d.produce({"topic": "t", "acks": -1, "records": [{"partition": 0, "value": "",
+                                                              "headers": [{"key": "h", "value": None}]}]})
+        self.assertEqual(cm.exception.code, "UNSUPPORTED")
+
+
+class CodecTest(unittest.TestCase):
+    def test_bytes_null_and_empty_stay_apart(self):
+        self.assertIsNone(driver.b64decode(None))
+        self.assertEqual(driver.b64decode(""), b"")
+        self.assertIsNone(driver.b64encode(None))
+        self.assertEqual(driver.b64encode(b""), "")
+        self.assertEqual(driver.b64decode(driver.b64encode(b"\x00\xff")), b"\x00\xff")
+
+    def test_next_offsets(self):
+        recs = [{"partition": 1, "offset": 4}, {"partition": 0, "offset": 7}, {"partition": 1, "offset": 2}]
+        self.assertEqual(driver.next_offsets(recs), [(0, 8), (1, 5)])
+
+
+class ErrorTest(unittest.TestCase):
+    def test_kafka_names(self):
+        self.assertEqual(driver.kafka_code_name(36), "TOPIC_ALREADY_EXISTS")
+        self.assertEqual(driver.kafka_code_name(10), "MESSAGE_TOO_LARGE")
+        self.assertEqual(driver.kafka_code_name(17), "INVALID_TOPIC_EXCEPTION")
+        self.assertEqual(driver.kafka_code_name(9999), "UNKNOWN_CODE_9999")
+
+    def test_confluent_error_mapping(self):
+        import confluent_kafka as ck
+        d = driver.ConfluentDriver("127.0.0.1:1")
+        self.assertEqual(d.error(ck.KafkaError(3)).code, "UNKNOWN_TOPIC_OR_PARTITION")
+        self.assertEqual(d.error(ck.KafkaException(ck.KafkaError(ck.KafkaError._MSG_TIMED_OUT))).code, "CLIENT_TIMEOUT")
+        self.assertEqual(d.error(ck.KafkaError(ck.KafkaError._UNKNOWN_TOPIC)).code, "CLIENT_UNKNOWN_TOPIC")
+
+    def test_kafka_python_error_mapping(self):
+        import kafka.errors as E
+        d = driver.KafkaPythonDriver("127.0.0.1:1")
+        self.assertEqual(d.error(E.TopicAlreadyExistsError("x")).code, "TOPIC_ALREADY_EXISTS")
+        self.assertEqual(d.error(E.KafkaTimeoutError("Failed to update metadata after 5.0 secs.")).code,
+                         "CLIENT_UNKNOWN_TOPIC")
+        self.assertEqual(d.error(ValueError("x")).code, "CLIENT_ERROR")
+
+
+if __name__ == "__main__":
+    unittest.main()
