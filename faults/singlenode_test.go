@@ -275,7 +275,8 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := lin.Check(h, lin.Options{Timeout: 30 * time.Second})
+	// The porcupine search grows with the history; a soak gets longer.
+	rep, err := lin.Check(h, lin.Options{Timeout: max(30*time.Second, faultTime()/2)})
 	if err != nil {
 		t.Fatal(err)
 	}

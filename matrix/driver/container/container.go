@@ -97,7 +97,10 @@ func Engine(ctx context.Context) (*testcontainers.DockerClient, error) {
 		// exit), so the reaper is not needed; its image is often not
 		// pullable (no registry), which would fail every start.
 		if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
-			os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+			if err := os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true"); err != nil {
+				engineErr = fmt.Errorf("container: disable the reaper: %w", err)
+				return
+			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
@@ -151,7 +154,7 @@ func Start(ctx context.Context, spec Spec, bootstrap string) (driver.Driver, err
 	)
 	if err != nil {
 		if ctr != nil {
-			err = errors.Join(err, remove(cli, ctr.GetContainerID()))
+			err = errors.Join(err, forceRemove(cli, ctr.GetContainerID()))
 		}
 		return nil, fmt.Errorf("container %s: create from %s: %w", spec.Client, image, err)
 	}
@@ -159,11 +162,11 @@ func Start(ctx context.Context, spec Spec, bootstrap string) (driver.Driver, err
 	// Attach before start, so not a byte of the driver's output is missed.
 	att, err := cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("container %s: attach: %w", spec.Client, err), remove(cli, id))
+		return nil, errors.Join(fmt.Errorf("container %s: attach: %w", spec.Client, err), forceRemove(cli, id))
 	}
 	if err := ctr.Start(ctx); err != nil {
 		att.Close()
-		return nil, errors.Join(fmt.Errorf("container %s: start %s: %w", spec.Client, image, err), remove(cli, id))
+		return nil, errors.Join(fmt.Errorf("container %s: start %s: %w", spec.Client, image, err), forceRemove(cli, id))
 	}
 
 	// The attach stream multiplexes stdout and stderr; split them.
@@ -212,9 +215,16 @@ func remove(cli client.APIClient, id string) error {
 			return nil
 		}
 	}
-	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer rcancel()
-	_, err := cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	return forceRemove(cli, id)
+}
+
+// forceRemove removes the container now, running or not; one that never
+// started is not removed by AutoRemove.
+func forceRemove(cli client.APIClient, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	// Conflict: Docker is already removing it (AutoRemove).
 	if err != nil && !isNotFound(err) && !errdefs.IsConflict(err) {
 		return fmt.Errorf("container: remove %s: %w", shortID(id), err)
 	}

@@ -269,3 +269,20 @@ func TestNoEngineMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloFailureRemovesContainer starts a driver that cannot answer hello
+// as the client it was started for: Start fails with the driver's own
+// message and the container is gone.
+func TestHelloFailureRemovesContainer(t *testing.T) {
+	cli := engineOrSkip(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := Spec{Client: "python-kafka-python", Image: Python, Args: []string{"no-such-client"}}
+	d, err := Start(ctx, spec, "127.0.0.1:1")
+	if err == nil {
+		d.Close()
+		t.Fatal("a driver started for an unknown client id answered hello")
+	}
+	t.Logf("start failed as expected: %v", err)
+	waitNoLeftovers(t, cli)
+}
