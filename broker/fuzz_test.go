@@ -26,12 +26,14 @@ func FuzzDispatch(f *testing.F) {
 		h := wire.RequestHeader{Key: req.Key(), Version: req.GetVersion(), CorrelationID: 1, ClientID: &id, Flexible: req.IsFlexible()}
 		f.Add(req.AppendTo(wire.AppendRequestHeader(nil, h)))
 	}
-	for _, v := range []int16{4, 12, 13, 17} {
+	for _, v := range []int16{4, 12, 13, 17, 18} {
 		seed(fetchReq(v, "fz", [16]byte{}, fetchPos{0, 0, 1000}))
 	}
 	for _, v := range []int16{3, 9, 12} {
 		seed(produceReq(v, 1, "fz", 0, make([]byte, 70)))
 	}
+	seed(produceByID(13, 1, [16]byte{1}, 0, make([]byte, 70)))
+	seed(listOffsetsReq(11, 0, "fz", 0, -6))
 	for _, r := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrApiVersionsRequest(),
 		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()} {
 		r.SetVersion(r.MaxVersion() - 1)

@@ -138,7 +138,7 @@ func TestApiVersions(t *testing.T) {
 	req.SetVersion(3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1.0"
 	resp := rc.do(req).(*kmsg.ApiVersionsResponse)
-	want := map[int16][2]int16{0: {0, 12}, 1: {4, 17}, 2: {1, 10}, 3: {0, 13}, 18: {0, 4}, 22: {0, 5}, 23: {2, 4}}
+	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {1, 11}, 3: {0, 13}, 8: {2, 10}, 9: {1, 10}, 18: {0, 4}, 22: {0, 5}, 23: {2, 4}, 27: {1, 2}}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}

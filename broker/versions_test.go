@@ -81,7 +81,7 @@ func errorAnywhere(v reflect.Value, code int16) bool {
 // topicAPIs are the APIs whose filled request names the existing topic "v"
 // by name or id at every version, so that an unknown topic in the answer
 // means a version whose topic addressing the handler does not implement.
-var topicAPIs = map[int16]bool{0: true, 1: true, 2: true, 3: true, 21: true, 23: true, 61: true}
+var topicAPIs = map[int16]bool{0: true, 1: true, 2: true, 3: true, 8: true, 9: true, 21: true, 23: true, 61: true}
 
 // TestEveryAdvertisedVersionIsServed sends every version of every
 // registered API through the real dispatcher of a running broker and checks

@@ -77,6 +77,9 @@ func (w *Workload) produceJava(ctx context.Context, i int) (err error) {
 	for n := 0; ctx.Err() == nil; n++ {
 		d, err := j.get(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the run ended while a JVM started
+			}
 			return err
 		}
 		p := int32((n + i) % int(w.Partitions))
@@ -131,6 +134,9 @@ func (w *Workload) consumeJava(ctx context.Context, i int) (err error) {
 	for n := 0; ctx.Err() == nil; n++ {
 		d, err := j.get(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the run ended while a JVM started
+			}
 			return err
 		}
 		p := int32(n % int(w.Partitions))

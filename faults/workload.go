@@ -101,8 +101,9 @@ func (w *Workload) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 }
 
 // Run runs producers and consumers until ctx is done. Client errors are
-// recorded as fail or unknown outcomes, not returned; Run returns only when
-// the recorder cannot write or a client cannot be built.
+// recorded as fail or unknown outcomes, not returned; Run returns an error
+// only when the recorder cannot write or a client cannot be built or
+// started.
 func (w *Workload) Run(ctx context.Context) error {
 	if w.Java == nil && w.JavaProducers+w.JavaConsumers > 0 {
 		return errors.New("workload: Java clients asked for without a Java driver opener")

@@ -87,6 +87,42 @@ func (e *Env) OpenAnother(ctx context.Context, client string) (driver.Driver, er
 	return Record(d, e.history, name), nil
 }
 
+// ProcessOpener, when set, returns an opener that runs an in-process Go
+// client's driver in a child process instead (a driver program speaking
+// the protocol), or false for a client it does not run. The matrix's test
+// sets it (process_test.go); crash cells need it, since only a process can
+// be killed.
+var ProcessOpener func(client string) (driver.Opener, bool)
+
+// OpenKillable opens another instance of client in its own process, so a
+// scenario can kill it (a crash), recorded in the run's history under its
+// own name. The caller closes it; Close after Kill only reaps.
+func (e *Env) OpenKillable(ctx context.Context, client string) (driver.Driver, driver.Killer, error) {
+	open, ok := driver.Opener(nil), false
+	if ProcessOpener != nil {
+		open, ok = ProcessOpener(client)
+	}
+	if !ok {
+		if open, ok = driver.Lookup(client); !ok {
+			return nil, nil, fmt.Errorf("no driver registered for client %q", client)
+		}
+	}
+	d, err := open(ctx, e.Bootstrap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open a %s process: %w", client, err)
+	}
+	k, ok := d.(driver.Killer)
+	if !ok {
+		d.Close()
+		return nil, nil, fmt.Errorf("%s runs in this process here and cannot be killed; a crash cell needs matrix.ProcessOpener", client)
+	}
+	e.mu.Lock()
+	e.seq++
+	name := fmt.Sprintf("%s@%s-crash-%d", client, e.Target, e.seq)
+	e.mu.Unlock()
+	return Record(d, e.history, name), k, nil
+}
+
 // NewEnv returns an Env for one target run.
 func NewEnv(target, bootstrap string) *Env {
 	var b [3]byte

@@ -195,9 +195,7 @@ var errorsScenario = Scenario{
 	Timeout: 60 * time.Second,
 }
 
-// Catalogue returns the scenarios in catalogue order. Still to come: a
-// group member crashing while others consume (7), and
-// consume-transform-produce and fencing (8).
+// Catalogue returns the scenarios in catalogue order.
 func Catalogue() []Scenario {
 	s := []Scenario{adminScenario}
 	for _, c := range driver.Codecs {
@@ -211,14 +209,17 @@ func Catalogue() []Scenario {
 		acksScenario("idempotent-5-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 5, LingerMs: 1}),
 		listOffsetsScenario, deleteRecordsScenario)
 	s = append(s, groupScenarios()...)
-	s = append(s, transactionsScenario, errorsScenario, unknownGroupScenario)
+	s = append(s, transactionsScenario, transformScenario, fencingScenario, errorsScenario, unknownGroupScenario)
 	return s
 }
 
 // BrokerOverrides are the server.properties entries every started target
-// gets: no auto-creation, so that scenario 9 sees unknown topics, and no
-// initial rebalance delay, so that each group join does not wait 3 s.
+// gets: no auto-creation, so that scenario 9 sees unknown topics; no
+// initial rebalance delay, so that each group join does not wait 3 s; and
+// session timeouts down to 1 s (Kafka's floor is 6 s), so that the crash
+// cells wait for a dead member only briefly.
 var BrokerOverrides = map[string]string{
 	"auto.create.topics.enable":        "false",
 	"group.initial.rebalance.delay.ms": "0",
+	"group.min.session.timeout.ms":     "1000",
 }

@@ -260,6 +260,55 @@ var rebalanceScenario = Scenario{
 	Timeout: 60 * time.Second,
 }
 
+// crashSessionMs is the session timeout of a member that a cell crashes:
+// the broker notices the crash this long after its last heartbeat
+// (BrokerOverrides lowers group.min.session.timeout.ms to allow it).
+const crashSessionMs = 1500
+
+// crashScenario is scenario 7's member crash: a member in its own driver
+// process reads 6 records, commits them and is killed (SIGKILL: no
+// LeaveGroup, no more heartbeats). A second member joining the group
+// completes its join only once the coordinator expired the dead member at
+// its session timeout, is assigned both partitions, and resumes from the
+// dead member's commits: every record is read exactly once.
+var crashScenario = Scenario{
+	ID:    "7.member-crash",
+	Title: "a member is killed; the group expires it at its session timeout and another member resumes",
+	Run: func(ctx context.Context, e *Env, a driver.Driver) (string, error) {
+		topic, err := groupTopic(ctx, e, a, "crash")
+		if err != nil {
+			return "", err
+		}
+		v, k, err := e.OpenKillable(ctx, a.Client())
+		if err != nil {
+			return "", err
+		}
+		defer v.Close() // Reaps the killed process; its error says it was killed.
+		req := driver.GroupConsume{Group: topic + "-g", Topic: topic, SessionTimeoutMs: crashSessionMs, Crash: true}
+		r1, err := groupRead(ctx, v, req, 6)
+		if err != nil {
+			return "", fmt.Errorf("member to crash: %w", err)
+		}
+		if err := k.Kill(); err != nil {
+			return "", err
+		}
+		killed := time.Now()
+		r2, err := groupRead(ctx, a, driver.GroupConsume{Group: req.Group, Topic: topic}, groupRecords-6)
+		if err != nil {
+			return "", fmt.Errorf("surviving member: %w", err)
+		}
+		took := time.Since(killed).Round(100 * time.Millisecond)
+		if err := exactlyOnce(r1, r2); err != nil {
+			return "", err
+		}
+		if err := expectCommitted(ctx, a, req.Group, topic, append(r1, r2...)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("killed member read and committed 6; the next member read the other 14 in %v (session timeout %d ms)", took, crashSessionMs), nil
+	},
+	Timeout: 60 * time.Second,
+}
+
 // groupScenarios returns scenario 7's cells.
 func groupScenarios() []Scenario {
 	s := []Scenario{
@@ -270,5 +319,5 @@ func groupScenarios() []Scenario {
 	for _, a := range []string{"range", "roundrobin", "sticky", "cooperative-sticky"} {
 		s = append(s, assignorScenario(a))
 	}
-	return append(s, rebalanceScenario, mixedGroupScenario)
+	return append(s, rebalanceScenario, crashScenario, mixedGroupScenario)
 }

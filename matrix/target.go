@@ -107,6 +107,25 @@ func SelectedClients(def []string) []string {
 	return splitList(os.Getenv("MATRIX_CLIENTS"), strings.Join(def, ","))
 }
 
+// SelectScenarios returns the scenarios whose ID starts with one of the
+// comma-separated prefixes in MATRIX_SCENARIOS, or all when it is unset.
+func SelectScenarios(all []Scenario) []Scenario {
+	prefixes := splitList(os.Getenv("MATRIX_SCENARIOS"), "")
+	if len(prefixes) == 0 {
+		return all
+	}
+	var out []Scenario
+	for _, s := range all {
+		for _, p := range prefixes {
+			if strings.HasPrefix(s.ID, p) {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
 func splitList(s, def string) []string {
 	if strings.TrimSpace(s) == "" {
 		s = def

@@ -321,6 +321,7 @@ func TestHistoryFormat(t *testing.T) {
 func TestRunCellStatuses(t *testing.T) {
 	name := "fake-run-client"
 	driver.Register(name, func(context.Context, string) (driver.Driver, error) { return &fakeDriver{}, nil })
+	t.Cleanup(func() { driver.Unregister(name) })
 	e := NewEnv("apache-kafka", "x")
 	scen := []Scenario{
 		{ID: "a", Run: func(context.Context, *Env, driver.Driver) (string, error) { return "fine", nil }},

@@ -117,6 +117,13 @@ var brokerDefs = newDefs(
 		DefaultOnly: true, Dynamic: true, Doc: "Local retention time under tiered storage."},
 	&Def{Name: "log.local.retention.bytes", Type: TypeLong, Default: "-2", HasDefault: true, Validate: atLeast(-2),
 		DefaultOnly: true, Dynamic: true, Doc: "Local retention size under tiered storage."},
+	&Def{Name: "log.remote.copy.lag.ms", Type: TypeLong, Default: "0", HasDefault: true, Validate: atLeast(-1),
+		DefaultOnly: true, Dynamic: true, Doc: "The time-based upload eligibility check of tiered storage."},
+	&Def{Name: "log.remote.copy.lag.bytes", Type: TypeLong, Default: "-1", HasDefault: true, Validate: atLeast(-1),
+		DefaultOnly: true, Dynamic: true, Doc: "The size-based upload eligibility check of tiered storage."},
+	&Def{Name: "max.decompressed.message.bytes", Type: TypeInt, Default: "2147483639", HasDefault: true,
+		Validate: between(1, 2147483639), DefaultOnly: true, Dynamic: true,
+		Doc: "The largest decompressed size of a single record topics accept by default."},
 	&Def{Name: "compression.type", Type: TypeString, Default: "producer", HasDefault: true,
 		Validate: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), DefaultOnly: true,
 		Dynamic: true, Doc: "The final compression type of topics."},
@@ -280,6 +287,19 @@ type Broker struct {
 
 	// set holds every key given explicitly, file first then overrides.
 	set map[string]string
+	// dynamicDefaults are the cluster-wide dynamic broker configs
+	// (DYNAMIC_DEFAULT_BROKER_CONFIG), see clusterDefaults.
+	dynamicDefaults map[string]string
+}
+
+// clusterDefaults returns the cluster-wide dynamic broker configs a Kafka 4
+// cluster holds from its first start: with eligible leader replicas
+// (KIP-966) on, as in every new Kafka 4 cluster, the controller writes a
+// cluster-level min.insync.replicas equal to its static value
+// (ConfigurationControlManager.maybeGenerateElrSafetyRecords). Cascade
+// changes none of them at run time.
+func (b *Broker) clusterDefaults() map[string]string {
+	return map[string]string{"min.insync.replicas": strconv.Itoa(int(b.MinInsyncReplicas))}
 }
 
 // BrokerListeners returns the listeners clients connect to: every listener
@@ -511,6 +531,7 @@ func (b *Broker) fill() error {
 	b.DeleteTopicEnable = b.value("delete.topic.enable").(bool)
 	b.MessageMaxBytes = b.value("message.max.bytes").(int32)
 	b.MinInsyncReplicas = b.value("min.insync.replicas").(int32)
+	b.dynamicDefaults = b.clusterDefaults()
 	b.RetentionCheckInterval = msDuration(b.value("log.retention.check.interval.ms").(int64))
 	b.CleanerBackoff = msDuration(b.value("log.cleaner.backoff.ms").(int64))
 	if !b.value("log.cleaner.enable").(bool) {
@@ -654,6 +675,38 @@ func (b *Broker) DescribeBroker() []Entry {
 			e.Value = ptr(def.Default)
 		}
 		e.Synonyms = b.brokerSynonymEntries(def.Name)
+		if len(e.Synonyms) > 0 {
+			e.Source = e.Synonyms[0].Source
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// DescribeClusterDefaults describes the cluster-wide dynamic broker configs
+// (the BROKER resource with the empty name), in name order, as Kafka's
+// ConfigHelper.createBrokerConfigEntry with perBrokerConfig false: only
+// synonyms from DYNAMIC_DEFAULT_BROKER_CONFIG are listed, and an entry is
+// read-only unless Kafka can change it dynamically.
+func (b *Broker) DescribeClusterDefaults() []Entry {
+	names := make([]string, 0, len(b.dynamicDefaults))
+	for n := range b.dynamicDefaults {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]Entry, 0, len(names))
+	for _, n := range names {
+		def, ok := brokerDefs.Get(n)
+		if !ok {
+			continue
+		}
+		e := Entry{Name: n, Value: ptr(b.dynamicDefaults[n]), Source: SourceDefaultConfig, ReadOnly: !def.Dynamic,
+			Sensitive: def.Sensitive, Type: def.Type, Doc: def.Doc}
+		for _, syn := range b.brokerSynonymEntries(n) {
+			if syn.Source == SourceDynamicDefaultBrokerConfig {
+				e.Synonyms = append(e.Synonyms, syn)
+			}
+		}
 		if len(e.Synonyms) > 0 {
 			e.Source = e.Synonyms[0].Source
 		}

@@ -316,6 +316,72 @@ func TestDescribeTopic(t *testing.T) {
 	}
 }
 
+// TestClusterDefaultMinInsyncReplicas holds the cluster-wide dynamic
+// min.insync.replicas a Kafka 4 cluster writes at its first start (KIP-966):
+// it takes the static value and is listed before it.
+func TestClusterDefaultMinInsyncReplicas(t *testing.T) {
+	b, err := New(map[string]string{"min.insync.replicas": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSyn := []SynonymEntry{
+		{"min.insync.replicas", ptr("2"), SourceDynamicDefaultBrokerConfig},
+		{"min.insync.replicas", ptr("2"), SourceStaticBrokerConfig},
+		{"min.insync.replicas", ptr("1"), SourceDefaultConfig},
+	}
+	if m := find(DescribeTopic(b, nil), "min.insync.replicas"); *m.Value != "2" || m.Source != SourceDynamicDefaultBrokerConfig ||
+		!reflect.DeepEqual(m.Synonyms, wantSyn) {
+		t.Fatalf("topic: %+v", m)
+	}
+	if m := find(DescribeTopic(b, map[string]string{"min.insync.replicas": "3"}), "min.insync.replicas"); *m.Value != "3" ||
+		m.Source != SourceDynamicTopicConfig || len(m.Synonyms) != 4 {
+		t.Fatalf("topic override: %+v", m)
+	}
+	if m := find(EffectiveTopic(b, nil), "min.insync.replicas"); *m.Value != "2" || m.Source != SourceDynamicDefaultBrokerConfig {
+		t.Fatalf("effective: %+v", m)
+	}
+	if m := find(b.DescribeBroker(), "min.insync.replicas"); *m.Value != "2" || m.Source != SourceDynamicDefaultBrokerConfig {
+		t.Fatalf("broker: %+v", m)
+	}
+	cd := b.DescribeClusterDefaults()
+	if len(cd) != 1 || cd[0].Name != "min.insync.replicas" || *cd[0].Value != "2" || cd[0].ReadOnly ||
+		!reflect.DeepEqual(cd[0].Synonyms, wantSyn[:1]) {
+		t.Fatalf("cluster: %+v", cd)
+	}
+	if tc, err := ResolveTopic(b, nil); err != nil || tc.MinInsyncReplicas != 2 {
+		t.Fatalf("resolved %d, %v", tc.MinInsyncReplicas, err)
+	}
+}
+
+// TestUnimplementedTopicConfigs holds the Kafka 4.4 topic configs Cascade
+// describes but does not implement: only their defaults are accepted.
+func TestUnimplementedTopicConfigs(t *testing.T) {
+	b := Default()
+	for name, def := range map[string]string{
+		"errors.deadletterqueue.group.enable": "false",
+		"max.decompressed.message.bytes":      "2147483639",
+		"remote.copy.lag.bytes":               "-1",
+		"remote.copy.lag.ms":                  "0",
+	} {
+		e := find(DescribeTopic(b, nil), name)
+		if e.Value == nil || *e.Value != def || e.Source != SourceDefaultConfig {
+			t.Errorf("%s: %+v", name, e)
+		}
+		if err := ValidateTopic(b, map[string]string{name: def}); err != nil {
+			t.Errorf("%s=%s: %v", name, def, err)
+		}
+		if err := ValidateTopic(b, map[string]string{name: "1"}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s=1 accepted: %v", name, err)
+		}
+	}
+	if _, err := New(map[string]string{"log.remote.copy.lag.ms": "5"}); err == nil {
+		t.Error("log.remote.copy.lag.ms=5 accepted")
+	}
+	if e := find(DescribeTopic(b, nil), "remote.copy.lag.ms"); len(e.Synonyms) != 1 || e.Synonyms[0].Name != "log.remote.copy.lag.ms" {
+		t.Errorf("synonyms %+v", e.Synonyms)
+	}
+}
+
 func TestDescribeBroker(t *testing.T) {
 	b, err := New(map[string]string{"num.partitions": "4"})
 	if err != nil {

@@ -22,7 +22,12 @@ const (
 // topicDefs are the topic configs Kafka 4.x describes for a topic, with the
 // defaults, validators and broker synonyms of LogConfig and
 // ServerTopicConfigSynonyms (Kafka 4.0 defaults of KIP-1030:
-// segment.bytes at least 1 MiB, message.timestamp.after.max.ms one hour).
+// segment.bytes at least 1 MiB, message.timestamp.after.max.ms one hour),
+// as Kafka 4.4's LogConfig lists them. The tiered-storage, share-group
+// dead-letter-queue and max.decompressed.message.bytes configs are
+// DefaultOnly: Cascade has neither tiered storage nor share groups, and its
+// log caps the decompressed size of a whole batch (log.Options
+// MaxDecompressedBytes) rather than of each record.
 var topicDefs = newDefs(
 	&Def{Name: "cleanup.policy", Type: TypeList, Default: "delete", HasDefault: true,
 		Validate: listOf(true, "compact", "delete"),
@@ -48,6 +53,9 @@ var topicDefs = newDefs(
 		Validate: atLeast(0),
 		Doc:      "How long delete tombstones are kept in a compacted topic.",
 		Synonyms: []Synonym{{"log.cleaner.delete.retention.ms", 1}}},
+	&Def{Name: "errors.deadletterqueue.group.enable", Type: TypeBoolean, Default: "false", HasDefault: true,
+		DefaultOnly: true,
+		Doc:         "Whether share groups may use the topic as a dead-letter queue (Cascade has no share groups)."},
 	&Def{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", HasDefault: true,
 		Validate: atLeast(0),
 		Doc:      "How long to wait before deleting a file from the filesystem.",
@@ -82,6 +90,10 @@ var topicDefs = newDefs(
 		Validate: atLeast(1),
 		Doc:      "The longest a message stays ineligible for compaction.",
 		Synonyms: []Synonym{{"log.cleaner.max.compaction.lag.ms", 1}}},
+	&Def{Name: "max.decompressed.message.bytes", Type: TypeInt, Default: "2147483639", HasDefault: true,
+		Validate: between(1, 2147483639), DefaultOnly: true,
+		Doc:      "The largest decompressed size of a single record the topic accepts.",
+		Synonyms: []Synonym{{"max.decompressed.message.bytes", 1}}},
 	&Def{Name: "max.message.bytes", Type: TypeInt, Default: "1048588", HasDefault: true,
 		Validate: atLeast(0),
 		Doc:      "The largest record batch size the topic accepts.",
@@ -114,6 +126,14 @@ var topicDefs = newDefs(
 		DefaultOnly: true,
 		Doc:         "Whether segment files are preallocated on disk.",
 		Synonyms:    []Synonym{{"log.preallocate", 1}}},
+	&Def{Name: "remote.copy.lag.bytes", Type: TypeLong, Default: "-1", HasDefault: true,
+		Validate: atLeast(-1), DefaultOnly: true,
+		Doc:      "The size-based upload eligibility check of tiered storage.",
+		Synonyms: []Synonym{{"log.remote.copy.lag.bytes", 1}}},
+	&Def{Name: "remote.copy.lag.ms", Type: TypeLong, Default: "0", HasDefault: true,
+		Validate: atLeast(-1), DefaultOnly: true,
+		Doc:      "The time-based upload eligibility check of tiered storage.",
+		Synonyms: []Synonym{{"log.remote.copy.lag.ms", 1}}},
 	&Def{Name: "remote.log.copy.disable", Type: TypeBoolean, Default: "false", HasDefault: true,
 		DefaultOnly: true,
 		Doc:         "Whether copying to tiered storage is disabled."},
@@ -194,8 +214,9 @@ func TopicLogConfig(b *Broker, overrides map[string]string) (log.Config, error) 
 }
 
 // ResolveTopic validates overrides and returns the effective topic config:
-// each value is the topic override, else the first set broker synonym
-// (scaled to the topic's unit), else the first broker synonym's default,
+// each value is the topic override, else the first broker synonym with a
+// cluster-wide dynamic default, else the first set broker synonym (scaled
+// to the topic's unit), else the first broker synonym's default,
 // else the topic default, as KafkaConfig.extractLogConfigMap and
 // LogConfig.fromProps combine them.
 func ResolveTopic(b *Broker, overrides map[string]string) (Topic, error) {
@@ -315,6 +336,11 @@ func topicValue(b *Broker, def *Def, overrides map[string]string) resolved {
 		return resolved{strings.TrimSpace(v), SourceDynamicTopicConfig}
 	}
 	for _, syn := range def.Synonyms {
+		if v, ok := b.dynamicDefaults[syn.Name]; ok {
+			return resolved{scale(v, syn.Scale), SourceDynamicDefaultBrokerConfig}
+		}
+	}
+	for _, syn := range def.Synonyms {
 		if v, ok := b.set[syn.Name]; ok {
 			return resolved{scale(v, syn.Scale), SourceStaticBrokerConfig}
 		}
@@ -402,8 +428,10 @@ func DescribeTopic(b *Broker, overrides map[string]string) []Entry {
 // EffectiveTopic lists every topic config of a topic with the given
 // overrides, in name order, as Kafka's KafkaConfigSchema
 // resolveEffectiveTopicConfigs does for the CreateTopics response: the
-// source is DYNAMIC_TOPIC_CONFIG for an override, STATIC_BROKER_CONFIG when
-// a broker synonym is set, else DEFAULT_CONFIG; there are no synonyms.
+// source is DYNAMIC_TOPIC_CONFIG for an override,
+// DYNAMIC_DEFAULT_BROKER_CONFIG for a cluster-wide dynamic default,
+// STATIC_BROKER_CONFIG when a broker synonym is set, else DEFAULT_CONFIG;
+// there are no synonyms.
 func EffectiveTopic(b *Broker, overrides map[string]string) []Entry {
 	out := make([]Entry, 0, len(topicDefs.list))
 	for _, def := range topicDefs.list {
@@ -437,14 +465,21 @@ func brokerSynonymGroup(name string) []string {
 }
 
 // brokerSynonymEntries lists the synonyms of broker config name as Kafka's
-// ConfigHelper.configSynonyms does: first every synonym set statically
-// (STATIC_BROKER_CONFIG), then every synonym with a default
-// (DEFAULT_CONFIG), each in priority order; then everything before the
-// first entry for name itself is dropped. So with only log.retention.hours
-// set, log.retention.ms has no synonym entries at all, as in Kafka.
+// ConfigHelper.configSynonyms does: first every synonym with a cluster-wide
+// dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG, see clusterDefaults), then
+// every synonym set statically (STATIC_BROKER_CONFIG), then every synonym
+// with a default (DEFAULT_CONFIG), each in priority order; then everything
+// before the first entry for name itself is dropped. So with only
+// log.retention.hours set, log.retention.ms has no synonym entries at all,
+// as in Kafka.
 func (b *Broker) brokerSynonymEntries(name string) []SynonymEntry {
 	group := brokerSynonymGroup(name)
 	var all []SynonymEntry
+	for _, n := range group {
+		if v, ok := b.dynamicDefaults[n]; ok {
+			all = append(all, SynonymEntry{n, ptr(v), SourceDynamicDefaultBrokerConfig})
+		}
+	}
 	for _, n := range group {
 		if v, ok := b.set[n]; ok {
 			all = append(all, SynonymEntry{n, ptr(v), SourceStaticBrokerConfig})

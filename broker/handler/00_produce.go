@@ -11,11 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
-// Produce: v0-12
+// Produce: v0-13
 //
-// Kafka 4 advertises v0-12 but refuses v0-2: librdkafka needs v0 in the
+// Kafka 4 advertises v0-13 but refuses v0-2: librdkafka needs v0 in the
 // advertised range to pick message format v2 (KAFKA-18659), while KIP-896
 // removed v0-2 themselves. Kafka 4.4's request parser throws
 // UnsupportedVersionException for them and the network processor closes
@@ -28,10 +29,13 @@ import (
 //   - v9: flexible
 //   - v10-11: CurrentLeader / NodeEndpoints (KIP-951; no leader moves here)
 //   - v12: transactions v2 may add partitions implicitly (KIP-890)
+//   - v13: topics by id instead of name (KIP-516); an id this broker does
+//     not know answers UNKNOWN_TOPIC_ID for each of its partitions, as
+//     KafkaApis.handleProduceRequest
 //
 // acks=0 gets no response; if any partition failed the connection is
 // closed instead, as Kafka does so that the producer notices.
-func init() { register(0, 0, 12, handleProduce) }
+func init() { register(0, 0, 13, handleProduce) }
 
 // clientIDAdmin is AdminUtils.ADMIN_CLIENT_ID: only it may write internal
 // topics directly.
@@ -46,15 +50,28 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 	resp.SetVersion(r.Version)
 	validAcks := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
 	failed := false
+	img := env.Meta.Image()
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.TopicID = rt.TopicID
+		topic, known := rt.Topic, true
+		if r.Version >= 13 {
+			// From v13 the request names topics by id only.
+			t, ok := img.TopicByID(metadata.UUID(rt.TopicID))
+			if ok {
+				topic = t.Name
+			}
+			known = ok
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			code, msg := produceOne(env, req, r, rt.Topic, rp.Records, rp.Partition, validAcks, &sp)
+			code, msg := kerr.UnknownTopicID.Code, ""
+			if known {
+				code, msg = produceOne(env, req, r, topic, rp.Records, rp.Partition, validAcks, &sp)
+			}
 			sp.ErrorCode = code
 			if code != 0 {
 				failed = true
@@ -80,24 +97,25 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 // error code and, where Kafka sends one, the error message.
 func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, records []byte, part int32,
 	validAcks bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
-	if !validAcks {
-		return kerr.InvalidRequiredAcks.Code, ""
-	}
-	// KafkaApis checks that the partition exists before ReplicaManager
-	// refuses internal topics.
+	// KafkaApis checks that the partition exists and validates the
+	// records; ReplicaManager.appendRecords then checks acks, and
+	// appendToLocalLog refuses internal topics.
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code, ""
-	}
-	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
-		// Kafka's ReplicaManager builds an InvalidTopicException with a
-		// message but sends no message (hasCustomErrorMessage false).
-		return kerr.InvalidTopicException.Code, ""
 	}
 	if code, _ := validateProduceRecords(r.Version, records); code != 0 {
 		// KafkaApis answers these with a bare PartitionResponse: the
 		// exception's message is not sent.
 		return code, ""
+	}
+	if !validAcks {
+		return kerr.InvalidRequiredAcks.Code, ""
+	}
+	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
+		// Kafka's ReplicaManager builds an InvalidTopicException with a
+		// message but sends no message (hasCustomErrorMessage false).
+		return kerr.InvalidTopicException.Code, ""
 	}
 	if r.Acks == -1 {
 		// As Partition.appendRecordsToLeader: acks=all needs at least

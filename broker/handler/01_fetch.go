@@ -13,7 +13,7 @@ import (
 	"github.com/cascade-kafka/cascade/broker/wire"
 )
 
-// Fetch: v4-17
+// Fetch: v4-18
 //
 // Kafka 4's floor is v4 (KIP-896).
 //   - v4: IsolationLevel, LastStableOffset, AbortedTransactions (KIP-98)
@@ -26,10 +26,14 @@ import (
 //   - v15: ReplicaState replaces ReplicaID (KIP-903)
 //   - v16: NodeEndpoints (KIP-951; sent only with a leader change)
 //   - v17: ReplicaDirectoryID (KIP-853; followers only)
+//   - v18: each partition's HighWatermark as the fetching follower knows
+//     it (KIP-1166), so that a leader can answer a follower's long poll
+//     when its high watermark moved; followers only, and Cascade's single
+//     node has none, so the field is read and not used
 //
 // Record bytes are never copied through user space on a plaintext listener:
 // the response is encoded around the log's file regions (fetch_encode.go).
-func init() { register(1, 4, 17, handleFetch) }
+func init() { register(1, 4, 18, handleFetch) }
 
 // maxFetchResponseBytes is Kafka's fetch.max.bytes broker default (55 MiB),
 // the cap on a response whatever the request asks for.

@@ -10,7 +10,7 @@ import (
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
 
-// ListOffsets: v1-10
+// ListOffsets: v1-11
 //
 // Kafka 4's floor is v1 (KIP-896).
 //   - v2: IsolationLevel (KIP-98)
@@ -20,16 +20,45 @@ import (
 //   - v8: EARLIEST_LOCAL -4 (KIP-405; equals earliest without tiering)
 //   - v9: LATEST_TIERED -5 (KIP-1005; -1 without tiering)
 //   - v10: TimeoutMillis (KIP-1075; nothing here is remote, so unused)
-func init() { register(2, 1, 10, handleListOffsets) }
+//   - v11: EARLIEST_PENDING_UPLOAD -6 (KIP-1023; offset -1 and epoch -1
+//     without tiering, as UnifiedLog.fetchEarliestPendingUploadOffset)
+//
+// A special timestamp the request's version does not know, or a negative
+// one that is none of them, answers UNSUPPORTED_VERSION for its partition
+// before the partition is looked up; a partition listed more than once is
+// answered once, INVALID_REQUEST (ReplicaManager.fetchOffset keys its
+// answers by partition).
+func init() { register(2, 1, 11, handleListOffsets) }
 
 // Special timestamps of ListOffsetsRequest.
 const (
-	latestTimestamp        = -1
-	earliestTimestamp      = -2
-	maxTimestamp           = -3
-	earliestLocalTimestamp = -4
-	latestTieredTimestamp  = -5
+	latestTimestamp                = -1
+	earliestTimestamp              = -2
+	maxTimestamp                   = -3
+	earliestLocalTimestamp         = -4
+	latestTieredTimestamp          = -5
+	earliestPendingUploadTimestamp = -6
 )
+
+// timestampMinVersion is the first ListOffsets version that knows each
+// special timestamp (ReplicaManager.timestampMinSupportedVersion).
+var timestampMinVersion = map[int64]int16{
+	latestTimestamp:                1,
+	earliestTimestamp:              1,
+	maxTimestamp:                   7,
+	earliestLocalTimestamp:         8,
+	latestTieredTimestamp:          9,
+	earliestPendingUploadTimestamp: 11,
+}
+
+// timestampUnsupported is ReplicaManager.isListOffsetsTimestampUnsupported.
+func timestampUnsupported(ts int64, version int16) bool {
+	if ts >= 0 {
+		return false
+	}
+	v, ok := timestampMinVersion[ts]
+	return !ok || version < v
+}
 
 func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.ListOffsetsRequest)
@@ -42,6 +71,19 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 	case r.IsolationLevel == 1:
 		iso = partition.ReadCommitted
 	}
+	// As KafkaApis.handleListOffsetRequest: a partition listed twice.
+	type tp struct {
+		topic string
+		part  int32
+	}
+	seen, dup := map[tp]bool{}, map[tp]bool{}
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			k := tp{rt.Topic, rp.Partition}
+			dup[k] = dup[k] || seen[k]
+			seen[k] = true
+		}
+	}
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -49,7 +91,18 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			sp.ErrorCode = listOffset(env, r.Version, rt.Topic, rp, iso, &sp)
+			k := tp{rt.Topic, rp.Partition}
+			switch {
+			case dup[k] && !seen[k]:
+				continue // answered once, at its first occurrence
+			case dup[k]:
+				seen[k] = false
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			case timestampUnsupported(rp.Timestamp, r.Version):
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+			default:
+				sp.ErrorCode = listOffset(env, r.Version, rt.Topic, rp, iso, &sp)
+			}
 			env.Metrics.Error(req.Key, sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -80,10 +133,11 @@ func listOffset(env *Env, version int16, topic string, rp kmsg.ListOffsetsReques
 		if off >= 0 {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
 		}
-	case ts == latestTieredTimestamp:
+	case ts == latestTieredTimestamp, ts == earliestPendingUploadTimestamp:
 		// No tiered storage: Kafka answers offset -1, epoch -1.
 	case ts < 0:
-		return kerr.InvalidRequest.Code
+		// Unreachable: timestampUnsupported refused it.
+		return kerr.UnsupportedVersion.Code
 	default:
 		off, t, e, ok := p.Log().OffsetForTimestamp(ts)
 		if ok && off < fetchable {

@@ -231,7 +231,7 @@ func TestCreateTopicsHandler(t *testing.T) {
 		msg  string
 	}{
 		"dup": {kerr.InvalidRequest.Code, "Duplicate topic name."},
-		"c":   {kerr.InvalidReplicationFactor.Code, "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered."},
+		"c":   {kerr.InvalidReplicationFactor.Code, "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned."},
 		"d":   {kerr.InvalidConfig.Code, "Invalid value x for configuration retention.ms: Not a number of type LONG"},
 		"e":   {kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."},
 	}
@@ -313,6 +313,14 @@ func TestDeleteTopicsHandler(t *testing.T) {
 	}
 	if _, ok := env.Meta.Image().Topic("c"); !ok {
 		t.Fatal("a topic named twice was deleted")
+	}
+	// From v5 an unknown topic carries the error's default message, as
+	// Kafka's ApiError(UNKNOWN_TOPIC_OR_PARTITION).
+	r.TopicNames = []string{"zz"}
+	resp = call(t, env, r, 5).(*kmsg.DeleteTopicsResponse)
+	if rt := resp.Topics[0]; rt.ErrorCode != kerr.UnknownTopicOrPartition.Code || rt.ErrorMessage == nil ||
+		*rt.ErrorMessage != "This server does not host this topic-partition." {
+		t.Fatalf("%+v", rt)
 	}
 	// Neither name nor id.
 	r = kmsg.NewPtrDeleteTopicsRequest()

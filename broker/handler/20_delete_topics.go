@@ -15,7 +15,8 @@ import (
 //   - v2, v3: no change to fields; from v3 a disabled deletion answers
 //     TOPIC_DELETION_DISABLED instead of INVALID_REQUEST
 //   - v4: flexible
-//   - v5: ErrorMessage (KIP-599)
+//   - v5: ErrorMessage (KIP-599); an error without a message of its own
+//     carries the code's default message, as Kafka's ApiError(Errors)
 //   - v6: topics by name or by id (KIP-516); the response names the topic
 //     deleted by id
 //
@@ -102,6 +103,12 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		}
 		if res.Err != nil {
 			e.code, e.msg = ErrorCode(res.Err), errMessage(res.Err)
+			if e.msg == nil && req.Version >= 5 {
+				// The controller answers an unknown name or id with
+				// ApiError(UNKNOWN_TOPIC_OR_PARTITION) or
+				// ApiError(UNKNOWN_TOPIC_ID): the default message.
+				e.msg = defaultMessage(e.code)
+			}
 		}
 		out = append(out, e)
 	}

@@ -9,15 +9,21 @@ import (
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
-// WriteTxnMarkers: v1
+// WriteTxnMarkers: v1-2
 //
-// Kafka 4 removed v0 (KIP-896); v1 is flexible. The transaction
-// coordinator writes its own markers in-process; this API serves tools
+// Kafka 4 removed v0 (KIP-896); v1 is flexible.
+//   - v2: each marker's TransactionVersion (KIP-1228); from
+//     transaction.version 2 a marker must carry an epoch above the
+//     producer's in the partition, else INVALID_PRODUCER_EPOCH (see
+//     TxnCoordinator.WriteMarkerVersion); v1 markers are checked as
+//     transactions v1 are.
+//
+// The transaction coordinator writes its own markers in-process; this API serves tools
 // such as kafka-transactions.sh abort (KIP-664), which end a hanging
 // transaction by writing its marker directly. As
 // KafkaApis.handleWriteTxnMarkersRequest, a partition not hosted here is
 // UNKNOWN_TOPIC_OR_PARTITION.
-func init() { register(27, 1, 1, handleWriteTxnMarkers) }
+func init() { register(27, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
@@ -38,7 +44,11 @@ func handleWriteTxnMarkers(ctx context.Context, env *Env, req *Request) (kmsg.Re
 				case env.Txn == nil:
 					sp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				default:
-					sp.ErrorCode = ErrorCode(env.Txn.WriteMarker(rt.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch))
+					tv := int8(0)
+					if r.Version >= 2 {
+						tv = m.TransactionVersion
+					}
+					sp.ErrorCode = ErrorCode(env.Txn.WriteMarkerVersion(rt.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, tv))
 				}
 				env.Metrics.Error(req.Key, sp.ErrorCode)
 				st.Partitions = append(st.Partitions, sp)

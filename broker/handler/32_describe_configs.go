@@ -21,12 +21,14 @@ import (
 //   - v4: flexible
 //
 // Topics: every topic config with its source (DYNAMIC_TOPIC_CONFIG,
-// STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and synonyms, as Kafka's
+// DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and
+// synonyms, as Kafka's
 // ConfigHelper.createTopicConfigEntry. Brokers: named by this node's id, the
-// configs Cascade honours with STATIC_BROKER_CONFIG or DEFAULT_CONFIG, all
-// read-only; the empty name (cluster-wide dynamic defaults) has no entries
-// because Cascade has no dynamic broker configs. An empty or null name list
-// means every config.
+// configs Cascade honours with their sources, all read-only; the empty name
+// lists the cluster-wide dynamic defaults (DYNAMIC_DEFAULT_BROKER_CONFIG),
+// which are those a new Kafka 4 cluster holds: min.insync.replicas, written
+// at its first start for eligible leader replicas (KIP-966). An empty or
+// null name list means every config.
 func init() { register(32, 1, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
@@ -37,6 +39,9 @@ func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		// Kafka's results carry the field's default, an empty message,
+		// unless an error sets one (ConfigHelperUtils.createResponseConfig).
+		rr.ErrorMessage = kmsg.StringPtr("")
 		var entries []config.Entry
 		var err error
 		switch res.ResourceType {
@@ -46,15 +51,22 @@ func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Re
 			}
 			t, ok := img.Topic(res.ResourceName)
 			if !ok {
-				// Kafka's ConfigHelper sends no message here.
-				err = &metadata.Error{Kind: metadata.ErrUnknownTopic}
-				break
+				// Kafka's ConfigHelper sets no message here, so the
+				// result keeps the empty default.
+				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				env.Metrics.Error(req.Key, rr.ErrorCode)
+				resp.Resources = append(resp.Resources, rr)
+				continue
 			}
 			entries = config.DescribeTopic(env.Config, t.Configs)
 		case kmsg.ConfigResourceTypeBroker:
 			var perBroker bool
-			if perBroker, err = checkBrokerResource(env, res.ResourceName); err == nil && perBroker {
-				entries = env.Config.DescribeBroker()
+			if perBroker, err = checkBrokerResource(env, res.ResourceName); err == nil {
+				if perBroker {
+					entries = env.Config.DescribeBroker()
+				} else {
+					entries = env.Config.DescribeClusterDefaults()
+				}
 			}
 		default:
 			err = &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: fmt.Sprintf("Unsupported resource type: %s", res.ResourceType)}

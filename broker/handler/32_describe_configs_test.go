@@ -87,13 +87,26 @@ func TestDescribeConfigsHandler(t *testing.T) {
 	}
 	for _, e := range errs {
 		rr := call(t, env, describeReq(e.typ, e.name), 4).(*kmsg.DescribeConfigsResponse).Resources[0]
-		if rr.ErrorCode != e.code || (e.msg == "") != (rr.ErrorMessage == nil) || (e.msg != "" && *rr.ErrorMessage != e.msg) {
+		// Kafka sends an empty message, not null, for an unknown topic.
+		if rr.ErrorCode != e.code || rr.ErrorMessage == nil || *rr.ErrorMessage != e.msg {
 			t.Errorf("%s %s: %d %v", e.typ, e.name, rr.ErrorCode, rr.ErrorMessage)
 		}
 	}
-	// The empty broker name is the cluster-wide dynamic defaults: none.
-	if rr := call(t, env, describeReq(kmsg.ConfigResourceTypeBroker, ""), 4).(*kmsg.DescribeConfigsResponse).Resources[0]; rr.ErrorCode != 0 || len(rr.Configs) != 0 {
+	// The empty broker name is the cluster-wide dynamic defaults: the
+	// min.insync.replicas a Kafka 4 cluster writes at its first start
+	// (KIP-966), which the topic and broker descriptions list first.
+	rr = call(t, env, describeReq(kmsg.ConfigResourceTypeBroker, ""), 4).(*kmsg.DescribeConfigsResponse).Resources[0]
+	if rr.ErrorCode != 0 || len(rr.Configs) != 1 || rr.Configs[0].Name != "min.insync.replicas" ||
+		*rr.Configs[0].Value != "1" || rr.Configs[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig ||
+		rr.Configs[0].ReadOnly || len(rr.Configs[0].ConfigSynonyms) != 1 {
 		t.Fatalf("%+v", rr)
+	}
+	resp = call(t, env, describeReq(kmsg.ConfigResourceTypeTopic, "a", "min.insync.replicas"), 4).(*kmsg.DescribeConfigsResponse)
+	mi := findConfig(resp.Resources[0], "min.insync.replicas")
+	if mi == nil || mi.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || len(mi.ConfigSynonyms) != 2 ||
+		mi.ConfigSynonyms[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig ||
+		mi.ConfigSynonyms[1].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("%+v", mi)
 	}
 }
 

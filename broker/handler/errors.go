@@ -76,3 +76,16 @@ func ErrorCode(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
+
+// defaultMessage returns the default message of a Kafka error code, which
+// Kafka sends where an ApiError is built from the code alone (ApiError(Errors)
+// takes Errors.message()); nil for no error or an unknown code. franz-go's
+// kerr descriptions are Kafka's default messages.
+func defaultMessage(code int16) *string {
+	var ke *kerr.Error
+	if code == 0 || !errors.As(kerr.ErrorForCode(code), &ke) || ke.Description == "" {
+		return nil
+	}
+	s := ke.Description
+	return &s
+}

@@ -434,13 +434,35 @@ func retriableMarkerError(err error) bool {
 // hosted here (its topic deleted) needs no marker, as Kafka drops markers
 // for unknown partitions. The producer's gate is held exclusively so that
 // no verified transactional append of the producer lands after the marker.
+// The marker's epoch is checked as transactions v1 check it: it may not be
+// below the producer's epoch in the partition.
 func (c *TxnCoordinator) WriteMarker(topic string, part int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	return c.WriteMarkerVersion(topic, part, producerID, epoch, commit, coordinatorEpoch, 0)
+}
+
+// WriteMarkerVersion is WriteMarker for a transaction of the given
+// transaction.version (WriteTxnMarkers v2, KIP-1228). From version 2 every
+// transaction ends with an epoch bump, so a marker must carry an epoch
+// above the producer's epoch in the partition; one at the same epoch is
+// accepted only as the retry of a marker already written, when no
+// transaction of the producer is open there (ProducerAppendInfo
+// .checkProducerEpoch, KAFKA-19999). Otherwise the answer wraps
+// log.ErrInvalidProducerEpoch.
+func (c *TxnCoordinator) WriteMarkerVersion(topic string, part int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, transactionVersion int8) error {
 	p := c.env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
 	if p == nil {
 		return nil
 	}
 	g := c.gate(producerID)
 	g.Lock()
+	if transactionVersion >= 2 {
+		if current, ongoing, known := c.producerTxnState(txn.TopicPartition{Topic: topic, Partition: part}, producerID); known &&
+			(epoch < current || (epoch == current && ongoing)) {
+			g.Unlock()
+			return fmt.Errorf("%w: epoch of producer %d in %s-%d is %d, which is <= the last seen epoch %d (TV%d)",
+				log.ErrInvalidProducerEpoch, producerID, topic, part, epoch, current, transactionVersion)
+		}
+	}
 	_, err := p.AppendCoordinator(record.ControlBatch(producerID, epoch, commit, coordinatorEpoch, c.nowMs()))
 	g.Unlock()
 	if errors.Is(err, partition.ErrDeleted) || errors.Is(err, log.ErrClosed) {

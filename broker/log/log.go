@@ -50,7 +50,26 @@ type Log struct {
 	lastFlushNs   atomic.Int64
 }
 
+// scratchPool holds the decompression buffers validateSet uses. A buffer that
+// grew for a batch is kept (a 128 KiB producer batch of incompressible lz4
+// data decompresses to about 126 KiB, so a fixed 64 KiB buffer would be
+// outgrown and reallocated for every batch), but not past
+// maxPooledScratch: a rare huge batch does not pin its buffer in the pool.
 var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledScratch is the largest decompression buffer returned to
+// scratchPool: twice the default max.message.bytes (1 MiB) leaves room for
+// well-compressed batches at the default while bounding what the pool keeps
+// to about 2 MiB per concurrent appender.
+const maxPooledScratch = 2 << 20
+
+func putScratch(sp *[]byte) {
+	if cap(*sp) > maxPooledScratch {
+		return
+	}
+	*sp = (*sp)[:0]
+	scratchPool.Put(sp)
+}
 
 // TopicPartition returns the partition this log belongs to.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
@@ -165,7 +184,7 @@ func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error)
 		return info, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
 	}
 	sp := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(sp)
+	defer putScratch(sp)
 	for rest := set; len(rest) > 0; {
 		b, r, err := record.Next(rest)
 		if err != nil {
@@ -192,7 +211,7 @@ func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error)
 		if client && b.BaseOffset() != 0 {
 			return info, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
 		}
-		if err := b.ValidateRecords(l.opts.MaxDecompressedBytes, (*sp)[:0]); err != nil {
+		if err := b.ValidateRecordsReuse(l.opts.MaxDecompressedBytes, sp); err != nil {
 			if errors.Is(err, record.ErrTooLarge) {
 				return info, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
 			}
@@ -219,7 +238,7 @@ func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error)
 // requireKeys enforces that a compacted topic only accepts keyed records
 // (LogValidator: "Compacted topic cannot accept message without key").
 func requireKeys(b record.Batch, limit int, sp *[]byte) error {
-	it, err := b.Records(limit, (*sp)[:0])
+	it, err := b.RecordsReuse(limit, sp)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 	}
@@ -245,7 +264,7 @@ func (l *Log) checkTimestamps(b record.Batch, cfg *Config, sp *[]byte) error {
 	if cfg.TimestampBeforeMax >= unlimited {
 		return nil
 	}
-	it, err := b.Records(l.opts.MaxDecompressedBytes, (*sp)[:0])
+	it, err := b.RecordsReuse(l.opts.MaxDecompressedBytes, sp)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 	}

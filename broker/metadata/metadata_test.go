@@ -177,7 +177,7 @@ func TestCreateTopics(t *testing.T) {
 		{nil, ""},
 		{ErrTopicExists, "Topic 'a' already exists."},
 		{ErrInvalidPartitions, "Number of partitions was set to an invalid non-positive value."},
-		{ErrInvalidReplicationFactor, "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered."},
+		{ErrInvalidReplicationFactor, "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned."},
 		{ErrInvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value."},
 		{ErrInvalidTopic, `Topic name is invalid: 'bad name' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'`},
 		{ErrInvalidConfig, "Invalid value x for configuration retention.ms: Not a number of type LONG"},

@@ -217,9 +217,10 @@ func (s *Store) planCreate(req CreateTopic, budget *int) ([]Record, *Topic, erro
 			rf = b.DefaultReplicationFactor
 		}
 		if rf > 1 {
-			// StripedReplicaPlacer's words, behind createTopic's prefix.
+			// StripedReplicaPlacer's words (Kafka 4.4, which names log
+			// directory cordoning, KIP-1066), behind createTopic's prefix.
 			return nil, nil, newErr(ErrInvalidReplicationFactor,
-				"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf)
+				"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned.", rf, rf)
 		}
 		if int(n) > *budget {
 			return nil, nil, newErr(ErrPolicyViolation, "Excessively large number of partitions per request.")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -47,10 +48,16 @@ func Decompress(codec Codec, src []byte, limit int, scratch []byte) ([]byte, err
 	case CodecSnappy:
 		return decodeSnappy(src, limit, scratch)
 	case CodecLZ4:
-		zr := lz4Readers.Get().(*lz4.Reader)
-		defer lz4Readers.Put(zr)
-		zr.Reset(bytes.NewReader(src))
-		return readLimited(zr, limit, scratch, "lz4")
+		lr := lz4Readers.Get().(*lz4Reader)
+		lr.src.Reset(src)
+		lr.zr.Reset(&lr.src)
+		out, err := readLimited(lr.zr, limit, scratch, "lz4")
+		// Reset hands the reader's block buffers back to the library's
+		// pool and drops the reference to src before the reader is pooled.
+		lr.zr.Reset(nil)
+		lr.src.Reset(nil)
+		lz4Readers.Put(lr)
+		return out, err
 	case CodecZstd:
 		v := zstdDecoders.Get()
 		d, ok := v.(*zstd.Decoder)
@@ -66,16 +73,35 @@ func Decompress(codec Codec, src []byte, limit int, scratch []byte) ([]byte, err
 	return nil, fmt.Errorf("%w: %d", ErrCodec, codec)
 }
 
+// readLimited reads r to its end into scratch, growing it as needed but never
+// past limit+1 bytes: one byte more than limit is enough to tell that the
+// payload is too large, so a decompression bomb costs at most limit bytes.
+// Reading straight into the slice (rather than through a bytes.Buffer and an
+// io.LimitReader) allocates nothing when scratch is large enough, and the
+// grown slice is returned so that a caller may keep it (RecordsReuse).
 func readLimited(r io.Reader, limit int, scratch []byte, name string) ([]byte, error) {
-	buf := bytes.NewBuffer(scratch[:0])
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrRecords, name, err)
+	buf := scratch[:0]
+	for {
+		end := min(cap(buf), limit+1)
+		if len(buf) == end {
+			// Double, starting from 64 KiB (Kafka's LZ4 block size),
+			// up to limit+1 (plus the allocator's size-class rounding,
+			// which is never read into).
+			buf = slices.Grow(buf, min(max(cap(buf), 64<<10), limit+1-len(buf)))
+			end = min(cap(buf), limit+1)
+		}
+		n, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, ErrTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrRecords, name, err)
+		}
 	}
-	if n > int64(limit) {
-		return nil, ErrTooLarge
-	}
-	return buf.Bytes(), nil
 }
 
 func decodeSnappy(src []byte, limit int, scratch []byte) ([]byte, error) {
@@ -130,10 +156,20 @@ func snappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	return dst[:start+n], nil
 }
 
+// lz4Reader is a pooled LZ4 frame reader together with the bytes.Reader it
+// reads from, so that decoding a batch allocates neither.
+type lz4Reader struct {
+	zr  *lz4.Reader
+	src bytes.Reader
+}
+
 // LZ4 readers and writers are pooled: each holds block buffers that cost
-// more to allocate than a batch costs to decode.
+// more to allocate than a batch costs to decode. (The reader's block
+// buffers themselves come from the library's per-size pools, sized by the
+// frame's declared block size: 64 KiB for Kafka's Java client, 4 MiB for
+// franz-go's default writer.)
 var (
-	lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	lz4Readers = sync.Pool{New: func() any { return &lz4Reader{zr: lz4.NewReader(nil)} }}
 	lz4Writers = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
 )
 

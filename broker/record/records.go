@@ -193,7 +193,16 @@ func (b Batch) Records(limit int, scratch []byte) (Iter, error) {
 // recordCount, and a control batch holds exactly one well-formed control
 // record. limit caps the decompressed size; scratch is reused if possible.
 func (b Batch) ValidateRecords(limit int, scratch []byte) error {
-	it, err := b.Records(limit, scratch)
+	return b.ValidateRecordsReuse(limit, &scratch)
+}
+
+// ValidateRecordsReuse is ValidateRecords for a caller that validates many
+// batches: as RecordsReuse, the decompression buffer, grown as needed, is
+// handed back in *scratch, so a compressed batch larger than the caller's
+// initial buffer is decompressed without a new allocation the next time.
+// The caller decides how large a buffer it keeps.
+func (b Batch) ValidateRecordsReuse(limit int, scratch *[]byte) error {
+	it, err := b.RecordsReuse(limit, scratch)
 	if err != nil {
 		return err
 	}

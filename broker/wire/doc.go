@@ -55,6 +55,19 @@
 // Metadata request. queued.max.request.bytes=-1 (Kafka's default) disables
 // the budget; Cascade's default is 1 GiB.
 //
+// # Request buffers
+//
+// Produce frames are read into buffers from power-of-two size-class pools
+// (1 KiB to 4 MiB; larger frames are allocated exactly and never kept) and
+// given back only once the response has been written, because kmsg decoding
+// aliases byte fields such as Records to the frame. A Dispatcher must
+// therefore not keep a reference into a request after its response is
+// written. Frames of other APIs are allocated per request, since their
+// decoded byte fields may be kept (group member metadata). A pooled buffer
+// may be up to twice the frame it holds; the reservation counts the frame.
+// In test binaries released buffers are overwritten, so a handler that keeps
+// request bytes shows up as corrupt data in tests.
+//
 // Use:
 //
 //	srv := &wire.Server{Dispatcher: d, MaxRequestBytes: 100 << 20, Budget: wire.NewBudget(1 << 30)}

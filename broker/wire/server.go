@@ -53,6 +53,12 @@ func (r Response) release() {
 // Dispatcher answers requests. A returned error closes the connection after
 // the responses already queued have been written, as Kafka does when it cannot
 // parse or authorise a request.
+//
+// The request's Body (and anything decoded from it without copying, such as
+// kmsg's byte fields) may live in a pooled buffer: it stays valid while
+// Dispatch runs and until the returned Response has been written, and is
+// reused after that. A Dispatcher must copy what it keeps longer. Today only
+// Produce frames are pooled (see pooledFrame).
 type Dispatcher interface {
 	Dispatch(ctx context.Context, req *Request) (Response, error)
 }
@@ -206,6 +212,9 @@ type outgoing struct {
 	key, version  int16
 	correlationID int32
 	resp          Response
+	// frame is the pooled request buffer, released once resp is written
+	// (the response may alias it); nil for an unpooled frame.
+	frame *[]byte
 }
 
 func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) error {
@@ -215,7 +224,7 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) 
 	}
 	remote := c.RemoteAddr().String()
 	for {
-		frame, reserved, err := s.readRequest(ctx, c, max)
+		frame, pooled, reserved, err := s.readRequest(ctx, c, max)
 		if err != nil {
 			return err
 		}
@@ -225,16 +234,19 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) 
 		resp, err := s.handle(ctx, frame, reserved, remote)
 		if err != nil {
 			resp.release()
+			releaseFrame(pooled)
 			return err
 		}
 		if resp.Msg == nil && resp.Body == nil {
+			releaseFrame(pooled)
 			continue
 		}
 		h := resp.header
 		select {
-		case out <- outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp.Response}:
+		case out <- outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp.Response, frame: pooled}:
 		case <-ctx.Done():
 			resp.release()
+			releaseFrame(pooled)
 			return ctx.Err()
 		}
 	}
@@ -270,63 +282,71 @@ func (s *Server) handle(ctx context.Context, frame []byte, reserved int64, remot
 // and reserves the frame's worst-case decoded size from the Budget (waiting,
 // with the connection unread, while the budget is spent) before it
 // allocates the body. The returned reservation is 0 when there is no budget.
-func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) ([]byte, int64, error) {
+// For an API whose frames are pooled (pooledFrame) the frame lives in the
+// returned buffer, which the caller releases with releaseFrame once nothing
+// refers to it; otherwise that buffer is nil and the frame is the caller's.
+func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) (frame []byte, pooled *[]byte, reserved int64, err error) {
 	if s.IdleTimeout > 0 {
 		if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 	}
 	var hdr [8]byte
 	if _, err := io.ReadFull(c, hdr[:4]); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(hdr[:4]))
 	switch {
 	case n < 0:
-		return nil, 0, fmt.Errorf("%w: %d", ErrNegativeFrame, n)
+		return nil, nil, 0, fmt.Errorf("%w: %d", ErrNegativeFrame, n)
 	case n == 0:
-		return nil, 0, ErrEmptyFrame
+		return nil, nil, 0, ErrEmptyFrame
 	case n > max:
-		return nil, 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+		return nil, nil, 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	case n < 4:
 		// Too short for a header; read it so the parser says why.
 		frame := make([]byte, n)
 		_, err := io.ReadFull(c, frame)
-		return frame, 0, noEOF(err)
+		return frame, nil, 0, noEOF(err)
 	}
 	if _, err := io.ReadFull(c, hdr[4:8]); err != nil {
-		return nil, 0, noEOF(err)
+		return nil, nil, 0, noEOF(err)
 	}
 	key := int16(binary.BigEndian.Uint16(hdr[4:]))
 	version := int16(binary.BigEndian.Uint16(hdr[6:]))
 	if kmsg.RequestForKey(key) == nil {
-		return nil, 0, fmt.Errorf("%w %d", ErrUnknownAPIKey, key)
+		return nil, nil, 0, fmt.Errorf("%w %d", ErrUnknownAPIKey, key)
 	}
 	if limit := APIFrameCap(key, version, max); n > limit {
-		return nil, 0, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
+		return nil, nil, 0, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
 	}
-	var reserved int64
 	if s.Budget != nil {
 		reserved = Reservation(key, version, n)
 		if err := s.Budget.Acquire(ctx, reserved); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		if s.IdleTimeout > 0 {
 			// Time spent waiting for the budget is the broker's, not
 			// the client's idleness.
 			if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
 				s.Budget.Release(reserved)
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
 		}
 	}
-	frame := make([]byte, n)
+	if pooledFrame(key) {
+		pooled = getFrame(int(n))
+		frame = *pooled
+	} else {
+		frame = make([]byte, n)
+	}
 	copy(frame, hdr[4:8])
 	if _, err := io.ReadFull(c, frame[4:]); err != nil {
 		s.Budget.Release(reserved)
-		return nil, 0, noEOF(err)
+		releaseFrame(pooled)
+		return nil, nil, 0, noEOF(err)
 	}
-	return frame, reserved, nil
+	return frame, pooled, reserved, nil
 }
 
 // noEOF turns an EOF inside a frame into io.ErrUnexpectedEOF.
@@ -346,11 +366,15 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
 	for o := range out {
 		if failed {
 			o.resp.release()
+			releaseFrame(o.frame)
 			continue
 		}
 		var n int
 		var err error
 		buf, n, err = s.writeOne(c, buf[:0], o)
+		// The response is on the wire (or never will be): nothing
+		// refers to the request's bytes any more.
+		releaseFrame(o.frame)
 		if err != nil {
 			failed = true
 			c.Close()

@@ -51,6 +51,22 @@ type Driver interface {
 	// DeleteGroup deletes an empty consumer group.
 	DeleteGroup(ctx context.Context, group string) error
 
+	// Transform runs an exactly-once consume-transform-produce loop: a
+	// read_committed group member copies records from one topic to
+	// another in transactions that also carry the consumed offsets
+	// (sendOffsetsToTransaction, KIP-98 and KIP-447).
+	Transform(ctx context.Context, req Transform) (TransformResult, error)
+	// ProducerOpen creates a long-lived transactional producer named by
+	// the caller and initialises it (InitProducerId), which fences any
+	// older producer with the same transactional id.
+	ProducerOpen(ctx context.Context, req ProducerOpen) error
+	// ProducerSend runs one transaction step on an open producer: begin,
+	// produce the records and wait for their acknowledgements, then
+	// commit, abort or leave the transaction open.
+	ProducerSend(ctx context.Context, req ProducerSend) (ProduceResult, error)
+	// ProducerClose closes a producer opened with ProducerOpen.
+	ProducerClose(ctx context.Context, producer string) error
+
 	// Close releases connections and, for process drivers, the process.
 	Close() error
 }
@@ -320,6 +336,15 @@ type GroupConsume struct {
 	// InstanceID enables static membership (KIP-345).
 	InstanceID string `json:"instance_id,omitempty"`
 	Commit     bool   `json:"commit,omitempty"`
+	// SessionTimeoutMs is session.timeout.ms (0: the client's default);
+	// the driver sets the heartbeat interval to a quarter of it.
+	SessionTimeoutMs int `json:"session_timeout_ms,omitempty"`
+	// Crash keeps the member after the answer: its consumer is neither
+	// closed nor does it leave the group, so that the orchestrator can
+	// kill the driver process (Killer) and the member vanishes as a
+	// crashed process does, detected only by its session timeout. Only
+	// for a driver running in its own process.
+	Crash bool `json:"crash,omitempty"`
 }
 
 // GroupConsumeResult is the group_consume result: the records returned, in
@@ -377,4 +402,71 @@ func CodeName(code int16) string {
 		return ke.Message
 	}
 	return fmt.Sprintf("UNKNOWN_CODE_%d", code)
+}
+
+// Transform is the transform command: a member of Group (classic
+// protocol, read_committed, no auto-commit) consumes Input and, in
+// transactions of up to Batch records under TransactionalID, produces
+// each record's key, value and headers to the same partition of Output
+// and sends the next offsets to the transaction with the consumer's group
+// metadata. It stops after Count records were processed in committed
+// transactions, or at TimeoutMs, and then leaves the group.
+type Transform struct {
+	Group           string `json:"group"`
+	Input           string `json:"input"`
+	Output          string `json:"output"`
+	TransactionalID string `json:"transactional_id"`
+	Count           int    `json:"count"`
+	Batch           int    `json:"batch"`
+	TimeoutMs       int    `json:"timeout_ms"`
+	// AbortLast processes up to Batch more records in one further
+	// transaction (records and offsets) and aborts it before leaving.
+	AbortLast bool `json:"abort_last,omitempty"`
+}
+
+// TransformResult is the transform result: the input records processed in
+// committed transactions, in order; those of the aborted last transaction;
+// and the offsets the last committed transaction carried per partition.
+type TransformResult struct {
+	Records      []Record          `json:"records"`
+	Aborted      []Record          `json:"aborted,omitempty"`
+	Transactions int               `json:"transactions"`
+	Committed    []PartitionOffset `json:"committed,omitempty"`
+}
+
+// ProducerOpen is the producer_open command. Producer is a name chosen by
+// the orchestrator for later producer_send and producer_close commands.
+type ProducerOpen struct {
+	Producer        string `json:"producer"`
+	TransactionalID string `json:"transactional_id"`
+}
+
+// Transaction ends of a producer_send.
+const (
+	EndCommit = "commit"
+	EndAbort  = "abort"
+	EndOpen   = "open" // Leave the transaction open.
+)
+
+// ProducerSend is the producer_send command: begin a transaction unless
+// one is open, produce Records to Topic (acks=all) and wait for every
+// acknowledgement, then end the transaction as End says. A record or end
+// failure is the command's error (e.g. PRODUCER_FENCED).
+type ProducerSend struct {
+	Producer string   `json:"producer"`
+	Topic    string   `json:"topic"`
+	Records  []Record `json:"records"`
+	End      string   `json:"end"`
+}
+
+// ProducerArgs are the arguments of producer_close.
+type ProducerArgs struct {
+	Producer string `json:"producer"`
+}
+
+// Killer is a driver that can be ended at once, as a crash: a driver
+// process killed with SIGKILL. Scenarios use it to make a group member or
+// a producer vanish without leaving or ending anything.
+type Killer interface {
+	Kill() error
 }

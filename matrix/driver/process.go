@@ -248,6 +248,51 @@ func (p *process) DeleteGroup(ctx context.Context, group string) error {
 	return p.call(ctx, OpDeleteGroup, GroupArgs{Group: group}, nil)
 }
 
+func (p *process) Transform(ctx context.Context, req Transform) (TransformResult, error) {
+	var r TransformResult
+	err := p.call(ctx, OpTransform, req, &r)
+	return r, err
+}
+
+func (p *process) ProducerOpen(ctx context.Context, req ProducerOpen) error {
+	return p.call(ctx, OpProducerOpen, req, nil)
+}
+
+func (p *process) ProducerSend(ctx context.Context, req ProducerSend) (ProduceResult, error) {
+	var r ProduceResult
+	err := p.call(ctx, OpProducerSend, req, &r)
+	return r, err
+}
+
+func (p *process) ProducerClose(ctx context.Context, producer string) error {
+	return p.call(ctx, OpProducerClose, ProducerArgs{Producer: producer}, nil)
+}
+
+// errKilled marks a process ended by Kill.
+var errKilled = errors.New("driver: killed")
+
+// Kill ends the program at once (SIGKILL for a local process), as a
+// crash: the client library closes nothing and leaves no group; the
+// kernel closes its sockets. Every later command fails; Close only
+// releases what is left.
+func (p *process) Kill() error {
+	p.mu.Lock()
+	if p.broken == nil {
+		p.broken = fmt.Errorf("driver %s: %w", p.spec.Client, errKilled)
+	}
+	p.mu.Unlock()
+	err := p.kill()
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("driver %s: still running 10s after kill", p.spec.Client)
+	}
+	if err != nil {
+		return fmt.Errorf("driver %s: kill: %w", p.spec.Client, err)
+	}
+	return nil
+}
+
 // Close sends close, closes stdin and waits up to 10 seconds for the
 // process to exit before killing it.
 func (p *process) Close() error {

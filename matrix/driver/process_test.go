@@ -139,6 +139,29 @@ func (m *mem) DeleteGroup(_ context.Context, g string) error {
 	return &driver.Error{Code: "GROUP_ID_NOT_FOUND", Message: g}
 }
 
+func (m *mem) Transform(context.Context, driver.Transform) (driver.TransformResult, error) {
+	return driver.TransformResult{}, driver.Unsupported("mem has no transactions")
+}
+
+// ProducerOpen accepts only the transactional id "ok"; ProducerSend
+// appends the records and answers the producer name as the first
+// delivery's error when asked to commit, so the test sees every field.
+func (m *mem) ProducerOpen(_ context.Context, req driver.ProducerOpen) error {
+	if req.TransactionalID != "ok" {
+		return &driver.Error{Code: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Message: req.TransactionalID}
+	}
+	return nil
+}
+
+func (m *mem) ProducerSend(ctx context.Context, req driver.ProducerSend) (driver.ProduceResult, error) {
+	if req.End == driver.EndAbort {
+		return driver.ProduceResult{}, &driver.Error{Code: "PRODUCER_FENCED", Message: req.Producer}
+	}
+	return m.Produce(ctx, driver.Produce{Topic: req.Topic, Records: req.Records, Acks: -1})
+}
+
+func (m *mem) ProducerClose(context.Context, string) error { return nil }
+
 func startMem(t *testing.T, client, bootstrap string) (driver.Driver, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -219,11 +242,51 @@ func TestProcessRoundTrip(t *testing.T) {
 	if err := d.DeleteGroup(ctx, "g"); driver.Code(err) != "GROUP_ID_NOT_FOUND" {
 		t.Errorf("delete group: %v", err)
 	}
+	if err := d.ProducerOpen(ctx, driver.ProducerOpen{Producer: "p", TransactionalID: "no"}); driver.Code(err) != "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" {
+		t.Errorf("producer open: %v", err)
+	}
+	if err := d.ProducerOpen(ctx, driver.ProducerOpen{Producer: "p", TransactionalID: "ok"}); err != nil {
+		t.Errorf("producer open: %v", err)
+	}
+	if pr, err := d.ProducerSend(ctx, driver.ProducerSend{Producer: "p", Topic: "t", Records: recs[:1], End: driver.EndCommit}); err != nil || len(pr.Deliveries) != 1 || pr.Deliveries[0].Offset != 3 {
+		t.Errorf("producer send: %+v %v", pr, err)
+	}
+	if _, err := d.ProducerSend(ctx, driver.ProducerSend{Producer: "p", Topic: "t", End: driver.EndAbort}); driver.Code(err) != "PRODUCER_FENCED" || !strings.Contains(err.Error(), "p") {
+		t.Errorf("producer send abort: %v", err)
+	}
+	if err := d.ProducerClose(ctx, "p"); err != nil {
+		t.Errorf("producer close: %v", err)
+	}
+	if _, err := d.Transform(ctx, driver.Transform{Group: "g", Input: "t", Output: "u"}); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("transform: %v, want ErrUnsupported", err)
+	}
 	if err := d.DeleteTopic(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.DescribeTopic(ctx, "t"); driver.Code(err) != "UNKNOWN_TOPIC_OR_PARTITION" {
 		t.Errorf("describe deleted: %v", err)
+	}
+}
+
+// TestProcessKill: a killed driver answers nothing more, and Close after
+// Kill only reaps it.
+func TestProcessKill(t *testing.T) {
+	d, err := startMem(t, "mem", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := d.(driver.Killer)
+	if !ok {
+		t.Fatal("a process driver is not a Killer")
+	}
+	if err := k.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if _, err := d.DescribeTopic(context.Background(), "t"); err == nil {
+		t.Error("a killed driver answered")
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("close after kill: %v", err)
 	}
 }
 

@@ -47,6 +47,10 @@ const (
 	OpGroupConsume     = "group_consume"
 	OpFetchCommitted   = "fetch_committed"
 	OpDeleteGroup      = "delete_group"
+	OpTransform        = "transform"
+	OpProducerOpen     = "producer_open"
+	OpProducerSend     = "producer_send"
+	OpProducerClose    = "producer_close"
 	OpClose            = "close"
 )
 

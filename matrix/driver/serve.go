@@ -172,6 +172,30 @@ func dispatch(ctx context.Context, d Driver, cmd Command) (any, error) {
 			return nil, err
 		}
 		return struct{}{}, d.DeleteGroup(ctx, a.Group)
+	case OpTransform:
+		a, err := decode[Transform](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return d.Transform(ctx, a)
+	case OpProducerOpen:
+		a, err := decode[ProducerOpen](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, d.ProducerOpen(ctx, a)
+	case OpProducerSend:
+		a, err := decode[ProducerSend](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return d.ProducerSend(ctx, a)
+	case OpProducerClose:
+		a, err := decode[ProducerArgs](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, d.ProducerClose(ctx, a.Producer)
 	default:
 		return nil, Unsupported("unknown operation %q", cmd.Op)
 	}

@@ -12,6 +12,9 @@
 // message naming what to install. Importing the package (as
 // matrix/driver/all does) registers both clients.
 //
-// driver.py and requirements.txt are embedded in the Go binary, so the
-// drivers run from any working directory.
+// The program is driver.py with the modules it imports, driver_common.py
+// (errors, encoding) and driver_txn.py (transform and the transactional
+// producers). They and requirements.txt are embedded in the Go binary and
+// written into the cache ($CASCADE_CACHE_DIR/python/driver-<hash of the
+// modules>/), so the drivers run from any working directory.
 package python

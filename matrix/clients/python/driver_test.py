@@ -6,6 +6,7 @@ import json
 import unittest
 
 import driver
+import driver_common
 
 
 def run(client, *cmds):
@@ -46,11 +47,11 @@ class ServeTest(unittest.TestCase):
 
 class CodecTest(unittest.TestCase):
     def test_bytes_null_and_empty_stay_apart(self):
-        self.assertIsNone(driver.b64decode(None))
-        self.assertEqual(driver.b64decode(""), b"")
-        self.assertIsNone(driver.b64encode(None))
-        self.assertEqual(driver.b64encode(b""), "")
-        self.assertEqual(driver.b64decode(driver.b64encode(b"\x00\xff")), b"\x00\xff")
+        self.assertIsNone(driver_common.b64decode(None))
+        self.assertEqual(driver_common.b64decode(""), b"")
+        self.assertIsNone(driver_common.b64encode(None))
+        self.assertEqual(driver_common.b64encode(b""), "")
+        self.assertEqual(driver_common.b64decode(driver_common.b64encode(b"\x00\xff")), b"\x00\xff")
 
     def test_next_offsets(self):
         recs = [{"partition": 1, "offset": 4}, {"partition": 0, "offset": 7}, {"partition": 1, "offset": 2}]

@@ -21,8 +21,11 @@ const (
 	KafkaPythonClient = "python-kafka-python"
 )
 
-//go:embed driver.py requirements.txt
+//go:embed driver.py driver_common.py driver_txn.py requirements.txt
 var sources embed.FS
+
+// modules are the driver program's files: driver.py imports the others.
+var modules = []string{"driver.py", "driver_common.py", "driver_txn.py"}
 
 func init() {
 	for _, c := range []string{ConfluentClient, KafkaPythonClient} {
@@ -48,7 +51,8 @@ type Env struct {
 	Dir string
 	// Python is the virtualenv's interpreter.
 	Python string
-	// Script is driver.py, written into the cache.
+	// Script is driver.py, written with the modules it imports into a
+	// directory of the cache keyed by their contents.
 	Script string
 }
 
@@ -94,16 +98,27 @@ func Ensure(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	script, err := sources.ReadFile("driver.py")
-	if err != nil {
-		return nil, err
-	}
-	env.Script = filepath.Join(root, "driver-"+provision.Key(string(script))[:16]+".py")
-	if _, err := os.Stat(env.Script); err != nil {
-		if err := provision.WriteFileAtomic(env.Script, script); err != nil {
+	files := make([][]byte, len(modules))
+	parts := make([]string, len(modules))
+	for i, m := range modules {
+		if files[i], err = sources.ReadFile(m); err != nil {
 			return nil, err
 		}
+		parts[i] = m + "\x00" + string(files[i])
 	}
+	dir := filepath.Join(root, "driver-"+provision.Key(parts...)[:16])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("python: %w", err)
+	}
+	for i, m := range modules {
+		path := filepath.Join(dir, m)
+		if _, err := os.Stat(path); err != nil {
+			if err := provision.WriteFileAtomic(path, files[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	env.Script = filepath.Join(dir, "driver.py")
 	return env, nil
 }
 

@@ -27,6 +27,11 @@ func init() { driver.Register(Client, Open) }
 type drv struct {
 	bootstrap string
 	admin     *kafka.AdminClient
+	// producers are the transactional producers of producer_open.
+	producers map[string]*txnProducer
+	// abandoned are the group members of crash commands, kept open until
+	// the process is killed (or, in process, until Close).
+	abandoned []*kafka.Consumer
 }
 
 // Open connects a confluent-kafka-go driver to bootstrap.
@@ -35,7 +40,7 @@ func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("confluent-kafka-go: %w", err)
 	}
-	return &drv{bootstrap: bootstrap, admin: a}, nil
+	return &drv{bootstrap: bootstrap, admin: a, producers: map[string]*txnProducer{}}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -47,7 +52,20 @@ func (d *drv) Info() driver.Info {
 		Partitioner: "consistent_random (librdkafka: crc32 of the key)"}
 }
 
-func (d *drv) Close() error { d.admin.Close(); return nil }
+func (d *drv) Close() error {
+	var errs []error
+	for _, p := range d.producers {
+		p.p.Close()
+	}
+	for _, c := range d.abandoned {
+		errs = append(errs, c.Close())
+	}
+	d.admin.Close()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("confluent-kafka-go: close: %w", err)
+	}
+	return nil
+}
 
 // errName maps a librdkafka error code to Kafka's error name. Broker
 // errors (code >= 0) share Kafka's numbering; local errors (< 0) get a
@@ -64,6 +82,11 @@ func errName(e kafka.Error) string {
 		return "CLIENT_TIMEOUT"
 	case kafka.ErrUnknownPartition:
 		return "CLIENT_UNKNOWN_PARTITION"
+	case kafka.ErrFenced:
+		// librdkafka's fatal error for a producer whose epoch was bumped
+		// by a newer instance (PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
+		// from the broker), as Java's ProducerFencedException.
+		return "PRODUCER_FENCED"
 	case kafka.ErrAutoOffsetReset:
 		// auto.offset.reset=error: the broker answered OFFSET_OUT_OF_RANGE
 		// and librdkafka was told not to reset.

@@ -45,6 +45,10 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	if req.InstanceID != "" {
 		cfg["group.instance.id"] = req.InstanceID
 	}
+	if req.SessionTimeoutMs > 0 {
+		cfg["session.timeout.ms"] = req.SessionTimeoutMs
+		cfg["heartbeat.interval.ms"] = max(req.SessionTimeoutMs/4, 1)
+	}
 	c, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		return driver.GroupConsumeResult{}, fmt.Errorf("confluent-kafka-go: %w", err)
@@ -107,6 +111,11 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		res.Committed = next
 	}
 	closed = true
+	if req.Crash {
+		// No Close, hence no LeaveGroup: the process is killed next.
+		d.abandoned = append(d.abandoned, c)
+		return res, nil
+	}
 	if err := c.Close(); err != nil { // Leaves the group, except for a static member.
 		return res, kafkaErr(err)
 	}

@@ -25,6 +25,11 @@ type drv struct {
 	seeds []string
 	cl    *kgo.Client
 	adm   *kadm.Client
+	// producers are the transactional producers of producer_open.
+	producers map[string]*txnProducer
+	// abandoned are the group members of crash commands, kept open until
+	// the process is killed (or, in process, until Close).
+	abandoned []*kgo.Client
 }
 
 // Open connects a franz-go driver to bootstrap.
@@ -34,7 +39,7 @@ func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("franz-go: %w", err)
 	}
-	return &drv{seeds: seeds, cl: cl, adm: kadm.NewClient(cl)}, nil
+	return &drv{seeds: seeds, cl: cl, adm: kadm.NewClient(cl), producers: map[string]*txnProducer{}}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -43,7 +48,16 @@ func (d *drv) Info() driver.Info {
 	return driver.Info{Library: "github.com/twmb/franz-go " + driver.ModuleVersion("github.com/twmb/franz-go"), Partitioner: "murmur2"}
 }
 
-func (d *drv) Close() error { d.cl.Close(); return nil }
+func (d *drv) Close() error {
+	for _, p := range d.producers {
+		p.cl.Close()
+	}
+	for _, c := range d.abandoned {
+		c.Close()
+	}
+	d.cl.Close()
+	return nil
+}
 
 // kafkaErr converts a franz-go error to a driver.Error when it carries a
 // Kafka error code.

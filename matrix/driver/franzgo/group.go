@@ -47,11 +47,21 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	if req.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(req.InstanceID))
 	}
+	if req.SessionTimeoutMs > 0 {
+		st := time.Duration(req.SessionTimeoutMs) * time.Millisecond
+		opts = append(opts, kgo.SessionTimeout(st), kgo.HeartbeatInterval(st/4))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return driver.GroupConsumeResult{}, fmt.Errorf("franz-go: %w", err)
 	}
-	defer cl.Close() // Leaves the group, except for a static member.
+	defer func() {
+		if req.Crash {
+			d.abandoned = append(d.abandoned, cl) // Killed with the process.
+			return
+		}
+		cl.Close() // Leaves the group, except for a static member.
+	}()
 
 	res := driver.GroupConsumeResult{Records: []driver.Record{}}
 	var got []*kgo.Record

@@ -81,6 +81,10 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	if req.InstanceID != "" {
 		cfg.Consumer.Group.InstanceId = req.InstanceID
 	}
+	if req.SessionTimeoutMs > 0 {
+		st := time.Duration(req.SessionTimeoutMs) * time.Millisecond
+		cfg.Consumer.Group.Session.Timeout, cfg.Consumer.Group.Heartbeat.Interval = st, st/4
+	}
 	g, err := sarama.NewConsumerGroup(d.addrs, req.Group, cfg)
 	if err != nil {
 		return driver.GroupConsumeResult{}, kafkaErr(err)
@@ -88,14 +92,19 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
 	defer cancel()
 	h := &groupHandler{count: req.Count, commit: req.Commit, done: cancel}
-	var groupErr error
+	var (
+		errMu    sync.Mutex
+		groupErr error
+	)
 	errsDone := make(chan struct{})
 	go func() {
 		defer close(errsDone)
 		for e := range g.Errors() {
+			errMu.Lock()
 			if groupErr == nil {
 				groupErr = e
 			}
+			errMu.Unlock()
 		}
 	}()
 	// Consume returns at the end of each session: when cctx ends (count
@@ -105,15 +114,25 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	for consumeErr == nil && cctx.Err() == nil {
 		consumeErr = g.Consume(cctx, []string{req.Topic}, h)
 	}
-	closeErr := g.Close() // Leaves the group, except for a static member.
-	<-errsDone
+	var closeErr error
+	if req.Crash {
+		// No Close, hence no LeaveGroup; the session's heartbeats ended
+		// with Consume. The process is killed next.
+		d.abandoned = append(d.abandoned, g)
+	} else {
+		closeErr = g.Close() // Leaves the group, except for a static member.
+		<-errsDone
+	}
 	h.mu.Lock()
 	res := driver.GroupConsumeResult{Records: append([]driver.Record{}, h.recs...)}
 	h.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	for _, err := range []error{consumeErr, groupErr, closeErr} {
+	errMu.Lock()
+	firstGroupErr := groupErr
+	errMu.Unlock()
+	for _, err := range []error{consumeErr, firstGroupErr, closeErr} {
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			return res, kafkaErr(err)
 		}

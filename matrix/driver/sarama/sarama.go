@@ -24,6 +24,11 @@ type drv struct {
 	addrs  []string
 	client sarama.Client
 	admin  sarama.ClusterAdmin
+	// producers are the transactional producers of producer_open.
+	producers map[string]*txnProducer
+	// abandoned are the group members of crash commands, kept open until
+	// the process is killed (or, in process, until Close).
+	abandoned []sarama.ConsumerGroup
 }
 
 func baseConfig() *sarama.Config {
@@ -49,7 +54,7 @@ func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 		client.Close()
 		return nil, fmt.Errorf("sarama: %w", err)
 	}
-	return &drv{addrs: addrs, client: client, admin: admin}, nil
+	return &drv{addrs: addrs, client: client, admin: admin, producers: map[string]*txnProducer{}}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -59,6 +64,17 @@ func (d *drv) Info() driver.Info {
 }
 
 func (d *drv) Close() error {
+	var errs []error
+	for _, p := range d.producers {
+		errs = append(errs, p.p.Close())
+	}
+	for _, g := range d.abandoned {
+		errs = append(errs, g.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.admin.Close()
+		return fmt.Errorf("sarama: close: %w", err)
+	}
 	// Closing the admin closes the client it was built from.
 	if err := d.admin.Close(); err != nil {
 		return fmt.Errorf("sarama: close: %w", err)

@@ -20,7 +20,8 @@
 //
 //	w := bench.DefaultWorkload()
 //	w.Records, w.PayloadBytes = 100000, 1024
-//	res, err := bench.Run(ctx, bench.External("127.0.0.1:9092"), w, 1, os.Stderr)
+//	rep, err := bench.Compare(ctx, []bench.Target{bench.External{Addr: "127.0.0.1:9092"}}, w,
+//		bench.CompareOptions{Rounds: 1, Options: bench.Options{Progress: os.Stderr, ProgressEvery: time.Second, PlantLoss: -1}})
 //	if err != nil { ... }
-//	fmt.Println(res.Verified)
+//	bench.WriteTable(os.Stdout, rep)
 package bench

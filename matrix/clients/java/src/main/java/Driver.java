@@ -169,9 +169,13 @@ public final class Driver {
 
     final String bootstrap;
     Admin admin;
+    final TxnOps txn;
+    /** Group members of crash commands: never closed; the process is killed. */
+    final List<KafkaConsumer<byte[], byte[]>> abandoned = new ArrayList<>();
 
     Driver(String bootstrap) {
         this.bootstrap = bootstrap;
+        this.txn = new TxnOps(bootstrap);
     }
 
     /** Returns the admin client, created on first use so hello needs no broker. */
@@ -188,6 +192,7 @@ public final class Driver {
     }
 
     void close() {
+        txn.close();
         if (admin != null) {
             admin.close(Duration.ofSeconds(2));
         }
@@ -581,6 +586,12 @@ public final class Driver {
         if (!instance.isEmpty()) {
             p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instance);
         }
+        int session = a.path("session_timeout_ms").asInt(0);
+        if (session > 0) {
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, session);
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Math.max(session / 4, 1));
+        }
+        boolean crash = a.path("crash").asBoolean(false);
         KafkaConsumer<byte[], byte[]> c;
         try {
             c = new KafkaConsumer<>(p);
@@ -622,9 +633,14 @@ public final class Driver {
                 c.commitSync(offs);
             }
         } catch (RuntimeException e) {
+            crash = false;
             throw mapError(e);
         } finally {
-            c.close(Duration.ofSeconds(5)); // Leaves the group, except for a static member.
+            if (crash) {
+                abandoned.add(c); // Neither closed nor left: the orchestrator kills the process.
+            } else {
+                c.close(Duration.ofSeconds(5)); // Leaves the group, except for a static member.
+            }
         }
         return n;
     }
@@ -674,6 +690,14 @@ public final class Driver {
                 return fetchCommitted(args);
             case "delete_group":
                 return deleteGroup(args);
+            case "transform":
+                return txn.transform(args);
+            case "producer_open":
+                return txn.producerOpen(args);
+            case "producer_send":
+                return txn.producerSend(args);
+            case "producer_close":
+                return txn.producerClose(args);
             default:
                 throw unsupported("unknown operation " + op);
         }

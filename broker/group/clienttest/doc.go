@@ -1,0 +1,9 @@
+// Package clienttest holds end-to-end tests of Cascade's group coordinator
+// through three client libraries: franz-go, sarama, and
+// confluent-kafka-go over librdkafka (which needs cgo). Each runs the same
+// story: three members share a topic, join one after another, one leaves,
+// one crashes (it vanishes without LeaveGroup and is expired at its
+// session timeout); every record is read, the committed offsets end
+// exactly at the partitions' ends, and after a broker restart a new member
+// resumes at the committed offsets. The package has no non-test code.
+package clienttest
