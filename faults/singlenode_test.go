@@ -33,6 +33,7 @@ var (
 	flagKeep     = flag.Bool("faults.keep", false, "keep the artifacts of a passing run too")
 	flagKafka    = flag.Bool("faults.kafka", true, "also run the suite against Apache Kafka (the oracle) when java and mvn are installed")
 	flagBin      = flag.String("faults.cascade", "", "run this cascade binary instead of building ./cmd/cascade")
+	flagTxn      = flag.Bool("faults.txn", false, "also run the transactional producer and read_committed consumers (see the package doc)")
 	flagJava     = flag.Bool("faults.java", true, "run Java clients (the matrix's Java driver) when java and mvn are installed")
 )
 
@@ -238,10 +239,13 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	}
 	rec := lin.NewRecorder(hist)
 	w := &Workload{Bootstrap: p.Addr(), Topic: topic, Partitions: partitions,
-		Producers: 2, Consumers: 2, ConfluentProducers: 2, TxnProducers: 1,
+		Producers: 2, Consumers: 2, ConfluentProducers: 2,
 		Group: "faults-group", Rec: rec, Seed: r.seed, ClientLog: clients}
 	if r.java != nil {
 		w.Java, w.JavaProducers, w.JavaConsumers = r.java, 1, 1
+	}
+	if *flagTxn {
+		w.TxnProducers = 1
 	}
 
 	sched := &Schedule{Faults: append(ProxyFaults(p), r.faults...), Seed: r.seed, Period: *flagPeriod, MaxConcurrent: 2,
@@ -283,7 +287,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	t.Logf("operations by client kind:\n%s", summarize(h))
 	t.Logf("check: %s", strings.TrimSpace(rep.Summary()))
 	for _, c := range []string{"producer-", "confluent-", "txn-producer-", "java-producer-"} {
-		if w.JavaProducers == 0 && c == "java-producer-" {
+		if (w.JavaProducers == 0 && c == "java-producer-") || (w.TxnProducers == 0 && c == "txn-producer-") {
 			continue
 		}
 		if n := acked(h, c); n == 0 {

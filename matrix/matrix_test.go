@@ -40,7 +40,7 @@ func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the compatibility matrix starts brokers; skipped with -short")
 	}
-	// About 6 minutes for both targets and six clients once cached; the
+	// About 6.5 minutes for both targets and six clients once cached; the
 	// first run also provisions Apache Kafka, Python and Java drivers.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
