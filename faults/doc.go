@@ -28,8 +28,8 @@
 // connections, lost and delayed Produce answers, Produce answered with
 // NOT_LEADER_OR_FOLLOWER, corrupted Fetch batches, lost AddPartitionsToTxn
 // and EndTxn answers (the retry lands after the original completed),
-// delayed EndTxn answers, a blackhole and refused connections. A Target is what the
-// suite runs against: Cascade as a separate process (Process) or Apache
+// delayed EndTxn answers, a blackhole and refused connections. A Target is
+// what the suite runs against: Cascade as a separate process (Process) or Apache
 // Kafka as the oracle (Kafka); both are killed with SIGKILL and restarted on
 // their data dirs with per-message fsync (log.flush.interval.messages=1), so
 // no acknowledged record may be lost.
@@ -50,8 +50,8 @@
 // ProducerAppendInfo accepts the duplicate, KAFKA-19999), and an Apache
 // Kafka restarted after SIGKILL recovers its partitions uncleanly
 // (leaderRecoveryState RECOVERING): both yield valid logs the checker
-// calls non-linearizable. The Kafka run and the Java clients need java and mvn
-// (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
+// calls non-linearizable. The Kafka run and the Java clients need java and
+// mvn (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
 // without them. The seed is printed; the same seed replays the same fault
 // schedule and proxy decisions (timings still vary). A failing run keeps its
 // artifacts and prints their directory: history.jsonl, faults.log (faults

@@ -96,6 +96,7 @@ func TestSingleNodeCascade(t *testing.T) {
 	bin := *flagBin
 	if bin == "" {
 		if bin, err = BuildCascade(ctx, "..", dir); err != nil {
+			os.RemoveAll(dir) // nothing ran: no artifacts to keep
 			t.Fatal(err)
 		}
 	}
