@@ -55,7 +55,8 @@ elapsed() { echo "$(( $(date +%s) - START ))s"; }
 context_files() {
   case "$1" in
     python)
-      printf '%s\n' docker/python.Dockerfile matrix/clients/python/driver.py matrix/clients/python/requirements.txt ;;
+      printf '%s\n' docker/python.Dockerfile matrix/clients/python/driver.py matrix/clients/python/driver_common.py \
+        matrix/clients/python/driver_txn.py matrix/clients/python/requirements.txt ;;
     java)
       { echo docker/java.Dockerfile; echo matrix/clients/java/pom.xml; find matrix/clients/java/src -type f; } | LC_ALL=C sort ;;
     *) die "no context for image $1" ;;

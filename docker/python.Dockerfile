@@ -1,5 +1,5 @@
 # The Python matrix drivers (python-confluent-kafka, python-kafka-python):
-# matrix/clients/python/driver.py in a virtualenv with the pinned libraries
+# matrix/clients/python/driver*.py (not the tests) in a virtualenv with the pinned libraries
 # of requirements.txt from PyPI. The container speaks the line-delimited JSON
 # driver protocol (matrix/README.md) on stdin and stdout; its one argument is
 # the client id.
@@ -17,7 +17,7 @@ RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-input --quiet \
       --only-binary=confluent-kafka -r /driver/requirements.txt \
  && /opt/venv/bin/python -c "import confluent_kafka, kafka, lz4.frame, snappy, cramjam, zstandard"
-COPY matrix/clients/python/driver.py /driver/driver.py
+COPY matrix/clients/python/driver.py matrix/clients/python/driver_common.py matrix/clients/python/driver_txn.py /driver/
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 USER 65534:65534
 ENTRYPOINT ["/opt/venv/bin/python", "/driver/driver.py"]

@@ -22,12 +22,27 @@ import (
 // offset, and a fetch's high watermark or list_offsets latest must equal it.
 // Transaction markers take offsets the history does not show, so each
 // transaction that wrote (or tried to write) to a partition contributes one
-// marker step that may happen at any time after its end_txn was sent (or,
-// with no end_txn, after its first produce: the coordinator may abort it on
-// timeout), or not at all within the history: as in Kafka's
-// TransactionCoordinator, markers are written after EndTxn is answered. A
-// marker is certain once the client's next transaction has an acknowledged
-// produce, which the coordinator allows only after the markers are written.
+// marker step there, which may happen at any time after its end_txn was
+// sent, or not at all within the history: as in Kafka's
+// TransactionCoordinator, markers are written after EndTxn is answered.
+// Unless the transaction's end_txn is an acknowledged commit, the marker may
+// also be an abort the coordinator wrote on its own any time after the
+// transaction's first produce there: on timeout
+// (TransactionCoordinator.abortTimedOutTransactions) or when a new producer
+// with the same transactional.id fences it (KIP-360). A marker is certain
+// once the client's next transaction has an acknowledged produce, which the
+// coordinator allows only after the markers are written.
+//
+// A transaction with an end_txn whose markers are not known complete may
+// have its marker step write the marker twice (two offsets): a broker
+// killed just after EndTxn may write it again on recovery, which Kafka's
+// ProducerAppendInfo accepts (a marker for an epoch whose transaction
+// already ended, KAFKA-19999). Both copies are placed at the one step. A
+// certain marker (the client's next transaction was acknowledged) is
+// written once: the coordinator completes the transaction, and lets the
+// next one write, only after its markers, duplicates included, are in.
+// Allowing a second copy there too makes porcupine's search blow up on
+// long histories.
 
 const (
 	stepProduce = iota
@@ -55,6 +70,8 @@ type step struct {
 	// values hash to fullHash.
 	full     bool
 	fullHash uint64
+	// again lets a marker step write its marker twice (two offsets).
+	again bool
 }
 
 type logState struct {
@@ -90,11 +107,14 @@ func stepLog(s logState, in *step) []interface{} {
 		}
 		return []interface{}{logState{off + 1, mix(s.hash, in.value)}}
 	case stepMarker:
-		next := logState{s.next + 1, s.hash}
-		if in.maybe {
-			return []interface{}{s, next}
+		next := []interface{}{logState{s.next + 1, s.hash}}
+		if in.again {
+			next = append(next, logState{s.next + 2, s.hash})
 		}
-		return []interface{}{next}
+		if in.maybe {
+			next = append(next, s)
+		}
+		return next
 	case stepFetch, stepLatest:
 		if in.offset != s.next || (in.full && in.fullHash != s.hash) {
 			return nil
@@ -208,25 +228,22 @@ func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.O
 		return id
 	}
 	readOffset := map[string]int64{}
-	// markerCall is, per transaction writing here, the earliest time its
-	// marker may be written.
-	markerCall := map[string]int64{}
+	// firstHere is, per transaction writing here, its first produce's call
+	// in this partition, in first-seen order in txns.
+	firstHere := map[string]int64{}
 	var txns []string
 	okHere := map[string]bool{}
 	for _, i := range ops {
 		o := &h[i]
 		if o.Op == OpProduce && o.Txn != "" {
 			okHere[o.Txn] = okHere[o.Txn] || o.Outcome == OutcomeOK
-			at, seen := markerCall[o.Txn]
+			at, seen := firstHere[o.Txn]
 			if !seen {
 				txns = append(txns, o.Txn)
 			}
-			if t := ix.txns[o.Txn]; t != nil && t.endCall >= 0 {
-				at = t.endCall
-			} else if !seen || o.CallNs < at {
-				at = o.CallNs
+			if !seen || o.CallNs < at {
+				firstHere[o.Txn] = o.CallNs
 			}
-			markerCall[o.Txn] = at
 		}
 		if o.Op == OpFetch && o.Outcome == OutcomeOK {
 			for _, r := range o.Records {
@@ -306,7 +323,16 @@ func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.O
 		if t.endOK && okHere[name] && t.markersBy >= 0 {
 			in.maybe, ret = false, t.markersBy
 		}
-		out = append(out, porcupine.Operation{ClientId: clientID("txn-coordinator"), Input: in, Call: markerCall[name], Return: ret})
+		// Only an acknowledged commit rules out a coordinator's abort
+		// before end_txn was sent.
+		call := firstHere[name]
+		if t.commitOp >= 0 && t.endCall >= 0 {
+			call = t.endCall
+		}
+		// A duplicate follows an end_txn; see the model's comment for
+		// why certain markers are written once.
+		in.again = t.endCall >= 0 && in.maybe
+		out = append(out, porcupine.Operation{ClientId: clientID("txn-coordinator"), Input: in, Call: call, Return: ret})
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -460,9 +459,6 @@ func (c *GroupCoordinator) createTopic() error {
 	return nil
 }
 
-// loadChunkGroups is how many bytes of __consumer_offsets one read returns.
-const loadChunkGroups = 1 << 20
-
 // maxOffsetsRecordBytes caps a decompressed __consumer_offsets batch.
 const maxOffsetsRecordBytes = 64 << 20
 
@@ -470,71 +466,29 @@ const maxOffsetsRecordBytes = 64 << 20
 // transactional offset commits stay pending until their commit or abort
 // marker; a record that does not decode is skipped with a warning.
 func (c *GroupCoordinator) replay(p *partition.Partition, m *group.Coordinator) error {
-	off := p.LogStartOffset()
-	for off < p.LogEndOffset() {
-		rr, err := p.Read(off, loadChunkGroups, partition.ReadLogEnd, true)
-		if err != nil {
-			return err
-		}
-		if len(rr.Regions) == 0 {
-			break
-		}
-		var buf bytes.Buffer
-		for _, r := range rr.Regions {
-			_, werr := r.WriteTo(&buf)
-			r.Release()
-			if werr != nil && err == nil {
-				err = werr
+	n := p.TopicPartition().Partition
+	return forEachBatch(p, func(b record.Batch) error {
+		if b.Control() {
+			if ctl, err := b.ControlOf(); err == nil && (ctl.Type == record.ControlCommit || ctl.Type == record.ControlAbort) {
+				m.CompleteTransaction(n, b.ProducerID(), ctl.Type == record.ControlCommit)
 			}
+			return nil
 		}
-		if err != nil {
-			return err
+		if b.Transactional() {
+			c.seqs[producerSeqKey{n, b.ProducerID()}] = producerSeq{epoch: b.ProducerEpoch(), next: b.LastSequence() + 1}
 		}
-		set := buf.Bytes()
-		for len(set) > 0 {
-			b, rest, err := record.Next(set)
-			if err != nil {
-				return err
-			}
-			set = rest
-			if b.NextOffset() <= off {
-				continue
-			}
-			off = b.NextOffset()
-			n := p.TopicPartition().Partition
-			if b.Control() {
-				if ctl, err := b.ControlOf(); err == nil && (ctl.Type == record.ControlCommit || ctl.Type == record.ControlAbort) {
-					m.CompleteTransaction(n, b.ProducerID(), ctl.Type == record.ControlCommit)
-				}
-				continue
-			}
+		return replayRecords(b, maxOffsetsRecordBytes, func(offset int64, key, value []byte) {
+			var err error
 			if b.Transactional() {
-				c.seqs[producerSeqKey{n, b.ProducerID()}] = producerSeq{epoch: b.ProducerEpoch(), next: b.LastSequence() + 1}
+				err = m.ReplayTransactional(b.ProducerID(), key, value)
+			} else {
+				err = m.Replay(key, value)
 			}
-			it, err := b.Records(maxOffsetsRecordBytes, nil)
 			if err != nil {
-				return err
+				c.env.logger().Warn("skipping __consumer_offsets record", "offset", offset, "err", err)
 			}
-			for {
-				r, ok := it.Next()
-				if !ok {
-					break
-				}
-				if b.Transactional() {
-					err = m.ReplayTransactional(b.ProducerID(), r.Key, r.Value)
-				} else {
-					err = m.Replay(r.Key, r.Value)
-				}
-				if err != nil {
-					c.env.logger().Warn("skipping __consumer_offsets record", "offset", b.BaseOffset()+int64(r.OffsetDelta), "err", err)
-				}
-			}
-			if err := it.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		})
+	})
 }
 
 // groupRequest is the body of every group API handler: route the request

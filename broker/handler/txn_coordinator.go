@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -328,9 +327,6 @@ func (c *TxnCoordinator) load(create bool) error {
 	return nil
 }
 
-// loadChunk is how many bytes of __transaction_state one read returns.
-const loadChunk = 1 << 20
-
 // maxStateRecordBytes caps a decompressed __transaction_state batch.
 const maxStateRecordBytes = 64 << 20
 
@@ -338,59 +334,16 @@ const maxStateRecordBytes = 64 << 20
 // TransactionStateManager.loadTransactionMetadata; a record that does not
 // decode is skipped with a warning, as Kafka skips unknown versions.
 func (c *TxnCoordinator) replay(p *partition.Partition, m *txn.Coordinator) error {
-	off := p.LogStartOffset()
-	for off < p.LogEndOffset() {
-		rr, err := p.Read(off, loadChunk, partition.ReadLogEnd, true)
-		if err != nil {
-			return err
+	return forEachBatch(p, func(b record.Batch) error {
+		if b.Control() {
+			return nil
 		}
-		if len(rr.Regions) == 0 {
-			break
-		}
-		var buf bytes.Buffer
-		for _, r := range rr.Regions {
-			_, werr := r.WriteTo(&buf)
-			r.Release()
-			if werr != nil && err == nil {
-				err = werr
+		return replayRecords(b, maxStateRecordBytes, func(offset int64, key, value []byte) {
+			if err := m.Replay(key, value); err != nil {
+				c.env.logger().Warn("skipping transaction state record", "offset", offset, "err", err)
 			}
-		}
-		if err != nil {
-			return err
-		}
-		set := buf.Bytes()
-		for len(set) > 0 {
-			b, rest, err := record.Next(set)
-			if err != nil {
-				return err
-			}
-			set = rest
-			if b.NextOffset() <= off {
-				continue
-			}
-			off = b.NextOffset()
-			if b.Control() {
-				continue
-			}
-			it, err := b.Records(maxStateRecordBytes, nil)
-			if err != nil {
-				return err
-			}
-			for {
-				r, ok := it.Next()
-				if !ok {
-					break
-				}
-				if err := m.Replay(r.Key, r.Value); err != nil {
-					c.env.logger().Warn("skipping transaction state record", "offset", b.BaseOffset()+int64(r.OffsetDelta), "err", err)
-				}
-			}
-			if err := it.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		})
+	})
 }
 
 // writeMarkers writes a transaction's markers in the background (Kafka's

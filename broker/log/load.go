@@ -473,6 +473,7 @@ func (l *Log) truncateLocked(offset int64) error {
 			return err
 		}
 		s.size.Store(pos)
+		s.dirty.Store(true) // the truncation is fsynced even when nothing is left
 	}
 	// Rebuild the truncated segment's indexes and producer state from the
 	// latest snapshot at or below the segment.

@@ -1,9 +1,12 @@
 package log
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // writeAndCrash appends n batches of 2 records, flushes, and crashes.
@@ -260,5 +263,100 @@ func TestPreallocatedIndexAfterCrash(t *testing.T) {
 	defer ix.f.Close()
 	if want == 0 || ix.count() != want {
 		t.Fatalf("loaded %d entries, want %d", ix.count(), want)
+	}
+}
+
+// TestLastNonZeroSparse checks that the end of an index's entries is found
+// through holes exactly as by reading every byte: entries before a
+// preallocated hole, data after a hole, a file that is all hole and one
+// whose zeros were written rather than left as a hole.
+func TestLastNonZeroSparse(t *testing.T) {
+	const size = 10 << 20
+	cases := []struct {
+		name   string
+		writes map[int64][]byte
+		dense  bool
+		want   int64
+	}{
+		{"entries then hole", map[int64][]byte{0: {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0}}, false, 16},
+		{"data after hole", map[int64][]byte{0: {1}, 5<<20 + 3: {7}}, false, 5<<20 + 8},
+		{"all hole", nil, false, 0},
+		{"written zeros", map[int64][]byte{0: {0, 0, 0, 9}}, true, 8},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "00000000000000000000.index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if tc.dense {
+				if _, err := f.Write(make([]byte, size)); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+			for off, b := range tc.writes {
+				if _, err := f.WriteAt(b, off); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if end := dataEnd(f, size); end > size {
+				t.Fatalf("dataEnd %d beyond size %d", end, size)
+			}
+			got, err := lastNonZero(f, size, offsetEntrySize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("lastNonZero = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecoveryDirtyOnlyWithData checks which recovered segments are left to
+// be fsynced: an empty one with empty indexes has nothing to make durable;
+// one whose stale index entries were dropped, or one holding batches, must
+// be fsynced before the recovery point passes them.
+func TestRecoveryDirtyOnlyWithData(t *testing.T) {
+	c := newFakeClock()
+	m, l := openTest(t, t.TempDir(), c, smallConfig())
+	defer m.Close()
+	cfg := smallConfig()
+	keep := func(record.Batch) error { return nil }
+	s := l.active()
+	if _, err := s.recoverSegment(&cfg, math.MaxInt64, keep); err != nil {
+		t.Fatal(err)
+	}
+	if s.dirty.Load() {
+		t.Fatal("recovering an empty segment left it to be fsynced")
+	}
+	// Stale entries in the indexes of an empty segment: emptying them must
+	// be made durable.
+	if err := s.oi.appendEntry(make([]byte, offsetEntrySize)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.recoverSegment(&cfg, math.MaxInt64, keep); err != nil {
+		t.Fatal(err)
+	}
+	if !s.dirty.Load() || s.oi.count() != 0 {
+		t.Fatalf("recovered empty segment with stale index: dirty %v, %d entries", s.dirty.Load(), s.oi.count())
+	}
+	if err := s.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(batch(t, 3, "d", 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.recoverSegment(&cfg, math.MaxInt64, keep); err != nil {
+		t.Fatal(err)
+	}
+	if !s.dirty.Load() || s.nextOffset.Load() != 3 {
+		t.Fatalf("recovered segment with data: dirty %v, next offset %d", s.dirty.Load(), s.nextOffset.Load())
 	}
 }

@@ -482,6 +482,9 @@ func (s *segment) findByTimestamp(ts, startOffset int64, limit int) (offset, tim
 // batch's end, relative offsets within int32, and below limit (the next
 // segment's base offset).
 func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record.Batch) error) (int64, error) {
+	s.txn.mu.RLock()
+	hadEntries := s.oi.count() > 0 || s.ti.count() > 0 || len(s.txn.entries) > 0
+	s.txn.mu.RUnlock()
 	if err := s.oi.reset(); err != nil {
 		return 0, err
 	}
@@ -499,10 +502,12 @@ func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record
 	if err != nil {
 		return 0, err
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, fileSize), 1<<20)
+	// Buffers are sized to the file, so recovering the many nearly empty
+	// partitions of a fresh broker (__consumer_offsets) allocates little.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, fileSize), int(min(fileSize, 1<<20)))
 	var pos int64
 	next := s.base
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, min(fileSize, 64<<10))
 	for {
 		b, err := readValidBatch(r, &buf, fileSize-pos, next)
 		if err != nil {
@@ -531,7 +536,14 @@ func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record
 	}
 	s.size.Store(pos)
 	s.nextOffset.Store(next)
-	s.dirty.Store(true)
+	if fileSize > 0 || hadEntries {
+		// Batches kept or bytes dropped must reach the disk before the
+		// recovery point moves past them, and so must the emptying of
+		// indexes that held entries. An empty segment whose indexes were
+		// already empty (a fresh partition's, the common case after a
+		// crash) leaves nothing to make durable, so it costs no fsync.
+		s.dirty.Store(true)
+	}
 	if err := s.oi.preallocate(); err != nil {
 		return 0, err
 	}

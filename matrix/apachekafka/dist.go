@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cascade-kafka/cascade/matrix/clients/provision"
 )
 
 // DefaultVersion is the Apache Kafka release the oracle runs: the newest 4.x
@@ -110,7 +112,7 @@ func EnsureVersion(ctx context.Context, version string) (*Dist, error) {
 		return d, d.writeConfigs()
 	}
 
-	unlock, err := lockFile(ctx, dir+".lock")
+	unlock, err := provision.LockFile(ctx, dir+".lock")
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path, polling so that ctx can cancel
+// LockFile takes an exclusive flock on path, polling so that ctx can cancel
 // the wait. The lock dies with the process, so a crashed resolver never
 // leaves the cache locked.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("provision: open lock %s: %w", path, err)

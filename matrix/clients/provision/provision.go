@@ -137,7 +137,7 @@ func Once(ctx context.Context, dir, stamp string, build func(dir string) error) 
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return false, fmt.Errorf("provision: create cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, dir+".lock")
+	unlock, err := LockFile(ctx, dir+".lock")
 	if err != nil {
 		return false, err
 	}

@@ -95,7 +95,7 @@ func TestOnceFailedBuildIsRetried(t *testing.T) {
 
 func TestOnceWaitHonoursContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "entry")
-	unlock, err := lockFile(context.Background(), dir+".lock")
+	unlock, err := LockFile(context.Background(), dir+".lock")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -286,3 +286,39 @@ func TestHelloFailureRemovesContainer(t *testing.T) {
 	t.Logf("start failed as expected: %v", err)
 	waitNoLeftovers(t, cli)
 }
+
+// TestPythonImageHasEveryDriverModule holds the Python image's inputs (and
+// so docker/python.Dockerfile's COPY, which lists the same files) to every
+// module of the driver program, so splitting driver.py cannot leave the
+// container without a module it imports.
+func TestPythonImageHasEveryDriverModule(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	inputs, err := Python.Inputs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range inputs {
+		have[f] = true
+	}
+	mods, err := filepath.Glob(filepath.Join(root, "matrix/clients/python/*.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(root, "docker/python.Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mods {
+		rel := filepath.ToSlash(strings.TrimPrefix(m, root+string(filepath.Separator)))
+		if strings.HasSuffix(rel, "_test.py") {
+			continue
+		}
+		if !have[rel] {
+			t.Errorf("%s is not an input of the Python image (image.go, ci/docker-setup.sh)", rel)
+		}
+		if !bytes.Contains(dockerfile, []byte(rel)) {
+			t.Errorf("docker/python.Dockerfile does not copy %s", rel)
+		}
+	}
+}

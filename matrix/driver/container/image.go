@@ -44,7 +44,8 @@ var Python = &Image{
 	Repo:       "cascade/matrix-python",
 	Dockerfile: "docker/python.Dockerfile",
 	Inputs: func(string) ([]string, error) {
-		return []string{"docker/python.Dockerfile", "matrix/clients/python/driver.py", "matrix/clients/python/requirements.txt"}, nil
+		return []string{"docker/python.Dockerfile", "matrix/clients/python/driver.py", "matrix/clients/python/driver_common.py",
+			"matrix/clients/python/driver_txn.py", "matrix/clients/python/requirements.txt"}, nil
 	},
 	BuildArgs: map[string]string{"BASE_IMAGE": "MATRIX_PYTHON_BASE_IMAGE"},
 	ImageEnv:  "MATRIX_PYTHON_IMAGE",
