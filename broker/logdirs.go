@@ -29,6 +29,9 @@ func openLogDirs(bc *config.Broker, clusterID string, cfg Config) (*logDirs, err
 			ConfigFor: func(log.TopicPartition) log.Config {
 				c, err := config.TopicLogConfig(bc, nil)
 				if err != nil {
+					// The broker config was validated at start, so this
+					// is not expected; Kafka's defaults are the safe side.
+					cfg.Logger.Error("broker defaults do not make a topic config; using Kafka's", "err", err)
 					return log.DefaultConfig()
 				}
 				return c
