@@ -201,7 +201,7 @@ func Catalogue() []Scenario {
 	for _, c := range driver.Codecs {
 		s = append(s, codecScenario(c))
 	}
-	s = append(s, maxMessageScenario, crossScenario, partitionScenario,
+	s = append(s, maxMessageScenario, nullHeaderScenario, crossScenario, partitionScenario,
 		acksScenario("acks=0", driver.Produce{Acks: 0}),
 		acksScenario("acks=1", driver.Produce{Acks: 1}),
 		acksScenario("acks=all", driver.Produce{Acks: -1}),

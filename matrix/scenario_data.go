@@ -17,8 +17,11 @@ import (
 var baseTimestamp = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
 
 // shapes returns the record shapes of scenario 2: keys, null key,
-// tombstone, empty value, empty key, headers with a null value, and
-// explicit timestamps. Values carry the tag so they are unique per cell.
+// tombstone, empty value, empty key, headers (empty-valued, repeated key),
+// binary bytes, a large value and explicit timestamps. Values carry the tag
+// so they are unique per cell. A null header value is left to
+// nullHeaderRecord, since one client library cannot send it and would
+// otherwise lose every other shape with it.
 func shapes(tag string) []driver.Record {
 	v := func(s string) []byte { return []byte(tag + "-" + s) }
 	return []driver.Record{
@@ -28,11 +31,20 @@ func shapes(tag string) []driver.Record {
 		{Partition: 0, Key: []byte("key-empty-value"), Value: []byte{}, TimestampMs: baseTimestamp + 3},
 		{Partition: 0, Key: []byte{}, Value: v("empty-key"), TimestampMs: baseTimestamp + 4},
 		{Partition: 0, Key: []byte("key-headers"), Value: v("headers"), TimestampMs: baseTimestamp + 5,
-			Headers: []driver.Header{{Key: "h1", Value: []byte("one")}, {Key: "h-null", Value: nil},
+			Headers: []driver.Header{{Key: "h1", Value: []byte("one")},
 				{Key: "h-empty", Value: []byte{}}, {Key: "h1", Value: []byte("dup-key")}}},
 		{Partition: 0, Key: []byte{0, 1, 2, 0xff}, Value: append(v("binary"), 0, 0xfe, 0xff), TimestampMs: baseTimestamp + 6},
 		{Partition: 0, Key: []byte("key-big"), Value: bytes.Repeat(v("big"), 3000), TimestampMs: baseTimestamp + 7},
 	}
+}
+
+// nullHeaderRecord returns the record of the null-header-value shape: a
+// header whose value is null (a varint length of -1 in DefaultRecord)
+// between an empty-valued and a non-empty one, so that a reader must keep
+// null and empty apart inside one record.
+func nullHeaderRecord(tag string, ts int64) driver.Record {
+	return driver.Record{Partition: 0, Key: []byte("key-null-header"), Value: []byte(tag + "-null-header"), TimestampMs: ts,
+		Headers: []driver.Header{{Key: "h-empty", Value: []byte{}}, {Key: "h-null", Value: nil}, {Key: "h1", Value: []byte("one")}}}
 }
 
 // describeBytes renders a key or value for a failure message.
@@ -162,6 +174,54 @@ func codecScenario(codec string) Scenario {
 	}
 }
 
+// nullHeaderScenario is the null-header-value shape of scenario 2, on its
+// own so that a client that cannot send a null header value (kafka-python's
+// KafkaProducer.send takes (str, bytes) tuples) is unsupported here only.
+// The record is produced in an uncompressed and a zstd batch and read back
+// by the same client.
+var nullHeaderScenario = Scenario{
+	ID:    "2.null-header-value",
+	Title: "a header with a null value is read back null, distinct from empty",
+	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
+		topic := e.Topic("nullheader-" + d.Client())
+		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+			return "", err
+		}
+		var recs []driver.Record
+		var offsets []int64
+		for i, codec := range []string{"none", "zstd"} {
+			rec := nullHeaderRecord(topic+"-"+codec, baseTimestamp+int64(i))
+			dls, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: []driver.Record{rec}, Codec: codec, Acks: -1})
+			if err != nil {
+				return "", err
+			}
+			recs = append(recs, rec)
+			offsets = append(offsets, dls[0].Offset)
+		}
+		for i, off := range offsets {
+			if off != int64(i) {
+				return "", fmt.Errorf("record %d reported at offset %d, want %d", i, off, i)
+			}
+		}
+		got, err := consumeN(ctx, d, topic, 0, 0, len(recs))
+		if err != nil {
+			return "", err
+		}
+		var bad []string
+		for i := range recs {
+			if got[i].Offset != offsets[i] {
+				bad = append(bad, fmt.Sprintf("record %d read at offset %d, produced at %d", i, got[i].Offset, offsets[i]))
+			} else if err := compareRecord(recs[i], got[i]); err != nil {
+				bad = append(bad, fmt.Sprintf("record %d: %v", i, err))
+			}
+		}
+		if len(bad) > 0 {
+			return "", errors.New(strings.Join(bad, "; "))
+		}
+		return "null header value round-tripped in none and zstd batches", nil
+	},
+}
+
 // maxMessageBytes is the topic max.message.bytes of the size scenario,
 // below every client's own default request limit (about 1 MB).
 const maxMessageBytes = 65536
@@ -242,6 +302,9 @@ type producedSet struct {
 	topic   string
 	records []driver.Record
 	offsets []int64
+	// nullHeader says whether the records include the null-header-value
+	// shape (false when the producer answered that it cannot send it).
+	nullHeader bool
 }
 
 // crossScenario is scenario 3: every client reads what every other client
@@ -256,8 +319,8 @@ var crossScenario = Scenario{
 			if err := createTopic(ctx, prod, topic, 1, nil); err != nil {
 				return nil, err
 			}
-			ps := &producedSet{topic: topic}
-			for _, codec := range []string{"none", "zstd"} {
+			ps := &producedSet{topic: topic, nullHeader: true}
+			for i, codec := range []string{"none", "zstd"} {
 				recs := shapes(topic + "-" + codec)
 				dls, err := produceOK(ctx, prod, driver.Produce{Topic: topic, Records: recs, Codec: codec, Acks: -1})
 				if err != nil {
@@ -266,6 +329,23 @@ var crossScenario = Scenario{
 				for i, dl := range dls {
 					ps.records = append(ps.records, recs[i])
 					ps.offsets = append(ps.offsets, dl.Offset)
+				}
+				// The null-header-value shape goes in its own produce: a
+				// producer that cannot send it (2.null-header-value is
+				// unsupported for it) still writes every other shape.
+				if !ps.nullHeader {
+					continue
+				}
+				rec := nullHeaderRecord(topic+"-"+codec, baseTimestamp+100+int64(i))
+				dls, err = produceOK(ctx, prod, driver.Produce{Topic: topic, Records: []driver.Record{rec}, Codec: codec, Acks: -1})
+				switch {
+				case errors.Is(err, driver.ErrUnsupported):
+					ps.nullHeader = false
+				case err != nil:
+					return nil, fmt.Errorf("producer %s (%s, null header value): %w", prod.Client(), codec, err)
+				default:
+					ps.records = append(ps.records, rec)
+					ps.offsets = append(ps.offsets, dls[0].Offset)
 				}
 			}
 			return ps, nil
@@ -296,7 +376,10 @@ var crossScenario = Scenario{
 		if len(bad) > 0 {
 			return "", errors.New(strings.Join(bad, "; "))
 		}
-		return fmt.Sprintf("%d records (none and zstd batches) identical", len(ps.records)), nil
+		if !ps.nullHeader {
+			return fmt.Sprintf("%d records (none and zstd batches) identical; without the null header value, which %s cannot produce", len(ps.records), prod.Client()), nil
+		}
+		return fmt.Sprintf("%d records (none and zstd batches, null header value included) identical", len(ps.records)), nil
 	},
 }
 

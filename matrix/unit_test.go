@@ -94,6 +94,32 @@ func TestCompareRecord(t *testing.T) {
 	}
 }
 
+// TestRecordShapesSplit checks that scenario 2's shapes carry no null
+// header value (so a client that cannot send one still runs them) while
+// the null-header-value record keeps a null next to an empty value.
+func TestRecordShapesSplit(t *testing.T) {
+	var emptyHeader bool
+	for i, r := range shapes("t") {
+		for _, h := range r.Headers {
+			if h.Value == nil {
+				t.Errorf("shape %d has a null value in header %q", i, h.Key)
+			}
+			emptyHeader = emptyHeader || (h.Value != nil && len(h.Value) == 0)
+		}
+	}
+	if !emptyHeader {
+		t.Error("the shapes lost their empty-valued header")
+	}
+	var null, empty bool
+	for _, h := range nullHeaderRecord("t", baseTimestamp).Headers {
+		null = null || h.Value == nil
+		empty = empty || (h.Value != nil && len(h.Value) == 0)
+	}
+	if !null || !empty {
+		t.Errorf("null-header-value record: null header %v, empty header %v; want both", null, empty)
+	}
+}
+
 func TestSelectedTargets(t *testing.T) {
 	t.Setenv("MATRIX_BOOTSTRAP", "")
 	t.Setenv("MATRIX_TARGETS", "")
