@@ -98,21 +98,28 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) *kerr.Error 
 	return nil
 }
 
+// commitTopic names the topic of an offset commit: by its id where the
+// request version carries ids (OffsetCommit v10, TxnOffsetCommit v6, as
+// Kafka 4.2), UNKNOWN_TOPIC_ID when the id is unknown; a group-level error
+// wins over both.
+func (c *Coordinator) commitTopic(byID bool, id [16]byte, name string, groupErr *kerr.Error) (string, *kerr.Error) {
+	if !byID || groupErr != nil {
+		return name, groupErr
+	}
+	n, ok := c.topicIDs[id]
+	if !ok {
+		return n, kerr.UnknownTopicID
+	}
+	return n, nil
+}
+
 func (c *Coordinator) offsetCommit(r Request, req *kmsg.OffsetCommitRequest) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	groupErr := c.validateCommit(req)
 	nowMs := c.nowMs()
 	for _, t := range req.Topics {
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
-		name := t.Topic
-		topicErr := groupErr
-		if req.Version >= 10 && topicErr == nil {
-			n, ok := c.topicIDs[t.TopicID]
-			if !ok {
-				topicErr = kerr.UnknownTopicID
-			}
-			name = n
-		}
+		name, topicErr := c.commitTopic(req.Version >= 10, t.TopicID, t.Topic, groupErr)
 		for _, p := range t.Partitions {
 			rp := kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition}
 			switch {

@@ -99,14 +99,7 @@ func (c *Coordinator) txnOffsetCommit(r Request, req *kmsg.TxnOffsetCommitReques
 	nowMs := c.nowMs()
 	for _, t := range req.Topics {
 		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
-		name, topicErr := t.Topic, groupErr
-		if req.Version >= 6 && topicErr == nil {
-			n, ok := c.topicIDs[t.TopicID]
-			if !ok {
-				topicErr = kerr.UnknownTopicID
-			}
-			name = n
-		}
+		name, topicErr := c.commitTopic(req.Version >= 6, t.TopicID, t.Topic, groupErr)
 		for _, p := range t.Partitions {
 			rp := kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition}
 			switch {
