@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -90,6 +91,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&w.Acks, "acks", w.Acks, "acks: all, 1, 0")
 	fs.IntVar(&w.LingerMs, "linger-ms", w.LingerMs, "linger.ms")
 	fs.IntVar(&w.BatchBytes, "batch-bytes", w.BatchBytes, "batch.size: most bytes per partition batch")
+	fs.IntVar(&w.FetchSize, "fetch-size", w.FetchSize, "consumers' max.partition.fetch.bytes (kafka-consumer-perf-test's --fetch-size)")
 	fs.Float64Var(&w.Rate, "rate", 0, "offered records/s over all producers, for latency runs; 0 = as fast as possible")
 	fs.StringVar(&w.Client, "client", w.Client, "client library: franz-go or confluent-kafka-go")
 	fs.IntVar(&w.FlushMs, "flush-ms", 0, "periodic fsync interval for brokers the tool starts (log.flush.interval.ms); 0 = Kafka's default")
@@ -107,6 +109,7 @@ func run(ctx context.Context, args []string) error {
 	diskProbe := fs.Int64("disk-probe-bytes", 256<<20, "bytes the disk write probe writes each round")
 	noLimits := fs.Bool("no-limits", false, "skip measuring disk and loopback throughput")
 	every := fs.Duration("progress", 2*time.Second, "interval of progress lines on standard error; 0 disables")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load tool itself (the clients) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,6 +129,17 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	wd := *workDir
 	if wd == "" {

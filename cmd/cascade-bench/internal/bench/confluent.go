@@ -123,8 +123,7 @@ func (confluentDriver) consume(ctx context.Context, job *consumeJob) error {
 		"group.id":                  "cascade-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"enable.auto.commit":        false,
 		"enable.auto.offset.store":  false,
-		"fetch.max.bytes":           64 << 20,
-		"max.partition.fetch.bytes": 8 << 20,
+		"max.partition.fetch.bytes": job.w.FetchSize,
 		"log_level":                 3,
 	})
 	if err != nil {
@@ -166,5 +165,6 @@ func (confluentDriver) consume(ctx context.Context, job *consumeJob) error {
 			}
 		}
 	}
+	job.ended()
 	return nil
 }

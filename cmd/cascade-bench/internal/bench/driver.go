@@ -57,7 +57,13 @@ type consumeJob struct {
 	v           *verifier
 	consumed    *atomic.Int64
 	bytes       *atomic.Int64
+	// done is when the job read the last record of its partitions; the
+	// consume phase ends at the latest done, before the clients are closed.
+	done time.Time
 }
+
+// ended records that the job has read every record it was given.
+func (j *consumeJob) ended() { j.done = time.Now() }
 
 // firstError keeps the first of many asynchronous errors.
 type firstError struct {

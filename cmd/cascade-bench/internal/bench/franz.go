@@ -93,8 +93,7 @@ func (franzDriver) consume(ctx context.Context, job *consumeJob) error {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(job.addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{job.topic: parts}),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxPartitionBytes(8<<20),
+		kgo.FetchMaxPartitionBytes(int32(job.w.FetchSize)),
 	)
 	if err != nil {
 		return fmt.Errorf("franz-go consumer: %w", err)
@@ -116,18 +115,29 @@ func (franzDriver) consume(ctx context.Context, job *consumeJob) error {
 		if ferr != nil {
 			return ferr
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			job.v.see(r.Value)
-			job.consumed.Add(1)
-			job.bytes.Add(int64(len(r.Value)))
-			end := job.ends[r.Partition]
-			if r.Offset+1 > next[r.Partition] {
-				if next[r.Partition] < end && r.Offset+1 >= end {
+		// Counters are shared by every consumer, so they are added once
+		// per partition of a fetch rather than once per record.
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if len(fp.Records) == 0 {
+				return
+			}
+			var n int
+			for _, r := range fp.Records {
+				job.v.check(r.Value)
+				n += len(r.Value)
+			}
+			job.v.counted(len(fp.Records))
+			job.consumed.Add(int64(len(fp.Records)))
+			job.bytes.Add(int64(n))
+			p, last := fp.Partition, fp.Records[len(fp.Records)-1].Offset
+			if end := job.ends[p]; last+1 > next[p] {
+				if next[p] < end && last+1 >= end {
 					remaining--
 				}
-				next[r.Partition] = r.Offset + 1
+				next[p] = last + 1
 			}
 		})
 	}
+	job.ended()
 	return nil
 }

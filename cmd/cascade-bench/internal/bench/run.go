@@ -393,7 +393,18 @@ func consumePhase(ctx context.Context, drv driver, inst *Instance, w Workload, o
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	// The phase ends when the last record was read, as in Kafka's
+	// ConsumerPerformance: closing the clients is not consuming.
+	end := start
+	for _, j := range jobs {
+		if j.done.After(end) {
+			end = j.done
+		}
+	}
+	if end == start {
+		end = time.Now()
+	}
+	elapsed := end.Sub(start)
 	stop()
 	res.ConsumeSeconds = elapsed.Seconds()
 	res.ConsumeRecordsPerS = float64(consumed.Load()) / elapsed.Seconds()

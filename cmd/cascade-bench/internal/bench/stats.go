@@ -130,9 +130,19 @@ func newVerifier(records int64, payloadBytes int) *verifier {
 	return &verifier{size: payloadBytes, expected: records, bits: make([]atomic.Uint64, (records+63)/64)}
 }
 
-// see checks one consumed value.
+// see checks and counts one consumed value.
 func (v *verifier) see(value []byte) {
 	v.consumed.Add(1)
+	v.check(value)
+}
+
+// counted adds n values checked with check.
+func (v *verifier) counted(n int) { v.consumed.Add(int64(n)) }
+
+// check checks one consumed value without counting it; the caller adds
+// its count with counted, so consumers sharing the verifier touch the
+// shared counter once per fetch rather than once per record.
+func (v *verifier) check(value []byte) {
 	id, ok := ParsePayload(value, v.size)
 	if !ok {
 		v.corrupt.Add(1)

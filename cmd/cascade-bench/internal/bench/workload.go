@@ -32,6 +32,11 @@ type Workload struct {
 	LingerMs int `json:"linger_ms"`
 	// BatchBytes is batch.size: the most bytes one partition's batch holds.
 	BatchBytes int `json:"batch_bytes"`
+	// FetchSize is the consumers' max.partition.fetch.bytes, as
+	// kafka-consumer-perf-test's --fetch-size (default 1 MiB, the
+	// consumer's own default); fetch.max.bytes stays at the client's
+	// default (50 MiB).
+	FetchSize int `json:"fetch_size"`
 	// Rate is the offered rate in records per second over all producers;
 	// 0 sends as fast as the client accepts. With a rate, latency is timed
 	// from each record's scheduled send time, so queueing behind a slow
@@ -69,6 +74,7 @@ func DefaultWorkload() Workload {
 		Acks:         "all",
 		LingerMs:     5,
 		BatchBytes:   16 << 10,
+		FetchSize:    1 << 20,
 		Client:       ClientFranzGo,
 		Seed:         1,
 		Timeout:      10 * time.Minute,
@@ -115,6 +121,8 @@ func (w *Workload) Validate() error {
 		return bad("--linger-ms %d is outside 0..60000", w.LingerMs)
 	case w.BatchBytes < 1 || w.BatchBytes > 64<<20:
 		return bad("--batch-bytes %d is outside 1..%d", w.BatchBytes, 64<<20)
+	case w.FetchSize < 1 || w.FetchSize > 64<<20:
+		return bad("--fetch-size %d is outside 1..%d", w.FetchSize, 64<<20)
 	case w.Rate < 0:
 		return bad("--rate %g is negative", w.Rate)
 	case w.FlushMs < 0:
@@ -148,6 +156,9 @@ func (w Workload) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d records x %d B, %d partitions, %d producers, %d consumers, compression=%s, acks=%s, linger=%dms, batch=%dB",
 		w.Records, w.PayloadBytes, w.Partitions, w.Producers, w.Consumers, w.Compression, w.Acks, w.LingerMs, w.BatchBytes)
+	if w.FetchSize != DefaultWorkload().FetchSize {
+		fmt.Fprintf(&b, ", fetch-size=%dB", w.FetchSize)
+	}
 	if w.Rate > 0 {
 		fmt.Fprintf(&b, ", rate=%.0f/s", w.Rate)
 	}
