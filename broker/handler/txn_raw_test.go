@@ -1,7 +1,6 @@
 package handler_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,62 +8,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/cascade-kafka/cascade/broker/brokertest"
-	"github.com/cascade-kafka/cascade/broker/record"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
 // rawTxn drives the transaction APIs request by request at chosen
-// versions, checking the codes Kafka answers.
-type rawTxn struct {
-	t       *testing.T
-	b       *brokertest.Broker
-	node    int
-	clients map[[2]int16]*kgo.Client
-}
+// versions, sent straight to the broker, checking the codes Kafka answers.
+type rawTxn struct{ *txnWire }
 
 func newRawTxn(t *testing.T, b *brokertest.Broker) rawTxn {
-	t.Helper()
-	m, err := b.Admin(t).BrokerMetadata(txnCtx(t))
-	if err != nil || len(m.Brokers) != 1 {
-		t.Fatalf("metadata: %v %v", m.Brokers, err)
-	}
-	return rawTxn{t: t, b: b, node: int(m.Brokers[0].NodeID), clients: map[[2]int16]*kgo.Client{}}
+	return rawTxn{newTxnWire(t, b.Addr())}
 }
 
-// req sends req straight to the broker at exactly req's version: franz-go
-// negotiates the highest common version, so each (key, version) gets a
-// client whose maximum for the key is that version.
+// req sends req straight to the broker at exactly req's version.
 func (r rawTxn) req(req kmsg.Request) kmsg.Response {
 	r.t.Helper()
-	k := [2]int16{req.Key(), req.GetVersion()}
-	cl := r.clients[k]
-	if cl == nil {
-		v := kversion.Stable()
-		v.SetMaxKeyVersion(req.Key(), req.GetVersion())
-		cl = r.b.Client(r.t, kgo.MaxVersions(v))
-		r.clients[k] = cl
-	}
-	resp, err := cl.Broker(r.node).Request(txnCtx(r.t), req)
-	if err != nil {
-		r.t.Fatalf("%T: %v", req, err)
-	}
-	if resp.GetVersion() != req.GetVersion() {
-		r.t.Fatalf("%T sent at v%d, want v%d", req, resp.GetVersion(), req.GetVersion())
-	}
-	return resp
+	return r.direct(req)
 }
 
 func (r rawTxn) init(id string, version int16, timeoutMs int32) *kmsg.InitProducerIDResponse {
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = version
-	req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	return r.req(req).(*kmsg.InitProducerIDResponse)
+	return r.req(initProducerIDRequest(version, id, timeoutMs, -1, -1)).(*kmsg.InitProducerIDResponse)
 }
 
+// add sends the client form of AddPartitionsToTxn (v0-3) and returns the
+// code of each partition.
 func (r rawTxn) add(version int16, id string, pid int64, epoch int16, topic string, parts ...int32) map[int32]int16 {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = version
@@ -85,17 +53,7 @@ func (r rawTxn) add(version int16, id string, pid int64, epoch int16, topic stri
 // verify sends the batched broker form of AddPartitionsToTxn with
 // VerifyOnly for t-0 and u-0 and returns the code of each.
 func (r rawTxn) verify(version int16, id string, pid int64, epoch int16) map[string]int16 {
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = version
-	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
-	for _, topic := range []string{"t", "u"} {
-		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-		tt.Topic, tt.Partitions = topic, []int32{0}
-		tx.Topics = append(tx.Topics, tt)
-	}
-	req.Transactions = append(req.Transactions, tx)
-	resp := r.req(req).(*kmsg.AddPartitionsToTxnResponse)
+	resp := r.req(brokerAddPartitionsRequest(version, id, pid, epoch, true, "t", "u")).(*kmsg.AddPartitionsToTxnResponse)
 	out := map[string]int16{}
 	for _, st := range resp.Transactions[0].Topics {
 		for _, sp := range st.Partitions {
@@ -106,34 +64,32 @@ func (r rawTxn) verify(version int16, id string, pid int64, epoch int16) map[str
 }
 
 func (r rawTxn) end(version int16, id string, pid int64, epoch int16, commit bool) int16 {
-	req := kmsg.NewPtrEndTxnRequest()
-	req.Version = version
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
-	return r.req(req).(*kmsg.EndTxnResponse).ErrorCode
+	return r.req(endTxnRequest(version, id, pid, epoch, commit)).(*kmsg.EndTxnResponse).ErrorCode
 }
 
+// produce appends one transactional batch with Produce v9.
 func (r rawTxn) produce(id string, pid int64, epoch int16, seq int32, topic string, part int32, values ...string) int16 {
 	r.t.Helper()
-	var recs []record.Rec
-	for _, v := range values {
-		recs = append(recs, record.Rec{Timestamp: 1, Value: []byte(v)})
+	return produceCode(r.req(txnProduceRequest(r.t, 9, id, pid, epoch, seq, topic, part, values...)))
+}
+
+// begin opens a transaction for id (InitProducerId v4, AddPartitionsToTxn
+// v3 of partition 0 of topic) and produces values into it at epoch 0 and
+// sequence 0, failing the test on any error. It returns the producer id.
+func (r rawTxn) begin(id string, timeoutMs int32, topic string, values ...string) int64 {
+	r.t.Helper()
+	ip := r.init(id, 4, timeoutMs)
+	if ip.ErrorCode != 0 {
+		r.t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
 	}
-	s := record.NewSpec(recs...)
-	s.Transactional, s.ProducerID, s.ProducerEpoch, s.BaseSequence = true, pid, epoch, seq
-	batch, err := record.Build(s)
-	if err != nil {
-		r.t.Fatal(err)
+	pid := ip.ProducerID
+	if codes := r.add(3, id, pid, 0, topic, 0); codes[0] != 0 {
+		r.t.Fatalf("add: %v", codes)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = part, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return r.req(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	if code := r.produce(id, pid, 0, 0, topic, 0, values...); code != 0 {
+		r.t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	return pid
 }
 
 // fetch reads partition 0 of topic at read_committed and returns its last
@@ -334,64 +290,18 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 	r := newRawTxn(t, b)
 	for round := 0; round < 5; round++ {
 		id := fmt.Sprintf("race-%d", round)
-		ip := r.init(id, 4, 60000)
-		if ip.ErrorCode != 0 {
-			t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
-		}
-		pid := ip.ProducerID
-		if codes := r.add(3, id, pid, 0, "t", 0); codes[0] != 0 {
-			t.Fatalf("add: %v", codes)
-		}
-		if code := r.produce(id, pid, 0, 0, "t", 0, "first"); code != 0 {
-			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
-		}
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for seq := int32(1); ; seq++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if code := r.produce(id, pid, 0, seq, "t", 0, "racing"); code != 0 {
-					return
-				}
-			}
-		}()
+		pid := r.begin(id, 60000, "t", "first")
+		stop := produceUntilRefused(func(seq int32) int16 { return r.produce(id, pid, 0, seq, "t", 0, "racing") })
 		time.Sleep(time.Duration(round) * 5 * time.Millisecond)
 		if code := r.end(3, id, pid, 0, true); code != 0 {
 			t.Fatalf("end: %v", kerr.ErrorForCode(code))
 		}
 		time.Sleep(20 * time.Millisecond)
-		close(stop)
-		<-done
+		stop()
 	}
 	// Read everything back, markers included: after a producer's marker,
 	// no data from that producer may follow.
-	cl := b.Client(t, kgo.ConsumeTopics("t"), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
-	ended := map[int64]bool{}
-	markers := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	for markers < 5 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("saw %d markers", markers)
-		}
-		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Attrs.IsControl() {
-				ended[rec.ProducerID] = true
-				markers++
-				return
-			}
-			if ended[rec.ProducerID] {
-				t.Errorf("record %q of producer %d at offset %d lands after its marker", rec.Value, rec.ProducerID, rec.Offset)
-			}
-		})
-	}
+	checkNoDataAfterMarkers(t, b, "t", 5, 3*time.Second, nil)
 }
 
 // TestTxnRestartCompletesPrepared restarts the broker with a transaction
@@ -401,17 +311,7 @@ func TestTxnRestartCompletesPrepared(t *testing.T) {
 	b := brokertest.Start(t)
 	createTopic(t, b, "t", 1)
 	r := newRawTxn(t, b)
-	ip := r.init("prep", 4, 60000)
-	if ip.ErrorCode != 0 {
-		t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
-	}
-	pid := ip.ProducerID
-	if codes := r.add(3, "prep", pid, 0, "t", 0); codes[0] != 0 {
-		t.Fatalf("add: %v", codes)
-	}
-	if code := r.produce("prep", pid, 0, 0, "t", 0, "p1", "p2"); code != 0 {
-		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
-	}
+	pid := r.begin("prep", 60000, "t", "p1", "p2")
 	// Log the commit decision as the coordinator would, but write no
 	// markers: the broker "crashed" between the two.
 	v, err := txn.EncodeValue(txn.Value{ProducerID: pid, ProducerEpoch: 0, TimeoutMs: 60000, State: txn.PrepareCommit,

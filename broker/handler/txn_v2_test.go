@@ -13,10 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/cascade-kafka/cascade/broker/brokertest"
-	"github.com/cascade-kafka/cascade/broker/record"
 	"github.com/cascade-kafka/cascade/matrix/apachekafka"
 	"github.com/cascade-kafka/cascade/matrix/clients/java"
 	"github.com/cascade-kafka/cascade/matrix/driver"
@@ -31,110 +29,32 @@ import (
 // AddOffsetsToTxn) and records the answers with producer ids replaced by
 // names, so that Cascade's transcript is compared with Apache Kafka's.
 
-// v2Wire sends requests at exact versions to any broker by address.
-type v2Wire struct {
-	t       *testing.T
-	seed    string
-	clients map[[2]int16]*kgo.Client
+// v2Wire sends the transactions v2 requests at exact versions to any
+// broker by address, letting franz-go route each one.
+type v2Wire struct{ *txnWire }
+
+func newV2Wire(t *testing.T, seed string) v2Wire {
+	return v2Wire{newTxnWire(t, seed)}
 }
 
-func newV2Wire(t *testing.T, seed string) *v2Wire {
-	return &v2Wire{t: t, seed: seed, clients: map[[2]int16]*kgo.Client{}}
+// init sends InitProducerId v5: pid and epoch are -1 for a new producer.
+func (w v2Wire) init(id string, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+	return w.routed(initProducerIDRequest(5, id, 60000, pid, epoch)).(*kmsg.InitProducerIDResponse)
 }
 
-// req sends req at exactly its version, letting franz-go route it (to the
-// transaction or group coordinator, or the partition leader).
-func (w *v2Wire) req(req kmsg.Request) kmsg.Response {
+// produce appends one transactional batch to partition 0 with Produce v12,
+// which adds the partition to the transaction implicitly.
+func (w v2Wire) produce(id string, pid int64, epoch int16, seq int32, topic string, values ...string) int16 {
 	w.t.Helper()
-	k := [2]int16{req.Key(), req.GetVersion()}
-	cl := w.clients[k]
-	if cl == nil {
-		v := kversion.Stable()
-		v.SetMaxKeyVersion(req.Key(), req.GetVersion())
-		var err error
-		cl, err = kgo.NewClient(kgo.SeedBrokers(w.seed), kgo.MaxVersions(v))
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		w.t.Cleanup(cl.Close)
-		w.clients[k] = cl
-	}
-	resp, err := cl.Request(txnCtx(w.t), req)
-	if err != nil {
-		w.t.Fatalf("%T: %v", req, err)
-	}
-	if resp.GetVersion() != req.GetVersion() {
-		w.t.Fatalf("%T sent at v%d, want v%d", req, resp.GetVersion(), req.GetVersion())
-	}
-	return resp
+	return produceCode(w.routed(txnProduceRequest(w.t, 12, id, pid, epoch, seq, topic, 0, values...)))
 }
 
-// direct sends req at exactly its version to the (single) broker itself,
-// bypassing franz-go's routing, which rewrites the broker form of
-// AddPartitionsToTxn into the client form.
-func (w *v2Wire) direct(adm *kadm.Client, req kmsg.Request) kmsg.Response {
-	w.t.Helper()
-	m, err := adm.BrokerMetadata(txnCtx(w.t))
-	if err != nil || len(m.Brokers) != 1 {
-		w.t.Fatalf("metadata: %v %v", m.Brokers, err)
-	}
-	v := kversion.Stable()
-	v.SetMaxKeyVersion(req.Key(), req.GetVersion())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(w.seed), kgo.MaxVersions(v))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer cl.Close()
-	resp, err := cl.Broker(int(m.Brokers[0].NodeID)).Request(txnCtx(w.t), req)
-	if err != nil {
-		w.t.Fatalf("%T: %v", req, err)
-	}
-	if resp.GetVersion() != req.GetVersion() {
-		w.t.Fatalf("%T sent at v%d, want v%d", req, resp.GetVersion(), req.GetVersion())
-	}
-	return resp
+// end sends EndTxn v5, whose response carries the bumped epoch.
+func (w v2Wire) end(id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
+	return w.routed(endTxnRequest(5, id, pid, epoch, commit)).(*kmsg.EndTxnResponse)
 }
 
-func (w *v2Wire) init(id string, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 5
-	req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
-	req.ProducerID, req.ProducerEpoch = pid, epoch
-	return w.req(req).(*kmsg.InitProducerIDResponse)
-}
-
-func (w *v2Wire) produce(id string, pid int64, epoch int16, seq int32, topic string, values ...string) int16 {
-	w.t.Helper()
-	var recs []record.Rec
-	for _, v := range values {
-		recs = append(recs, record.Rec{Timestamp: 1, Value: []byte(v)})
-	}
-	s := record.NewSpec(recs...)
-	s.Transactional, s.ProducerID, s.ProducerEpoch, s.BaseSequence = true, pid, epoch, seq
-	batch, err := record.Build(s)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 12
-	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = 0, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return w.req(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-}
-
-func (w *v2Wire) end(id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
-	req := kmsg.NewPtrEndTxnRequest()
-	req.Version = 5
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
-	return w.req(req).(*kmsg.EndTxnResponse)
-}
-
-func (w *v2Wire) txnOffsetCommit(id string, pid int64, epoch int16, group, topic string, offset int64) int16 {
+func (w v2Wire) txnOffsetCommit(id string, pid int64, epoch int16, group, topic string, offset int64) int16 {
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.Version = 5
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = id, group, pid, epoch
@@ -145,15 +65,15 @@ func (w *v2Wire) txnOffsetCommit(id string, pid int64, epoch int16, group, topic
 	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return w.req(req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	return w.routed(req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // describe returns the transaction's state, epoch and partitions (topics
 // only, since __consumer_offsets partitions differ by partition count).
-func (w *v2Wire) describe(id string) string {
+func (w v2Wire) describe(id string) string {
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = []string{id}
-	s := w.req(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	s := w.routed(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
 	var topics []string
 	for _, t := range s.Topics {
 		topics = append(topics, fmt.Sprintf("%s%v", t.Topic, len(t.Partitions)))
@@ -217,7 +137,7 @@ func v2Sequence(t *testing.T, seed string) []string {
 	// ApiVersions: the feature the Java producer keys transactions v2 on.
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.Version, av.ClientSoftwareName, av.ClientSoftwareVersion = 4, "cascade-test", "1"
-	avr := w.req(av).(*kmsg.ApiVersionsResponse)
+	avr := w.routed(av).(*kmsg.ApiVersionsResponse)
 	for _, f := range avr.FinalizedFeatures {
 		if f.Name == "transaction.version" {
 			logf("finalized transaction.version %d-%d", f.MinVersionLevel, f.MaxVersionLevel)
@@ -288,15 +208,8 @@ func v2Sequence(t *testing.T, seed string) []string {
 	// partitions for a transactions v2 producer, as a partition leader
 	// does on a Produce v12.
 	ip2 := w.init("v2-add", -1, -1)
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version = 5
-	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = "v2-add", ip2.ProducerID, ip2.ProducerEpoch
-	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	tt.Topic, tt.Partitions = topic, []int32{0}
-	tx.Topics = append(tx.Topics, tt)
-	add.Transactions = append(add.Transactions, tx)
-	ar := w.direct(adm, add).(*kmsg.AddPartitionsToTxnResponse)
+	add := brokerAddPartitionsRequest(5, "v2-add", ip2.ProducerID, ip2.ProducerEpoch, false, topic)
+	ar := w.direct(add).(*kmsg.AddPartitionsToTxnResponse)
 	logf("broker add %s %s", codeName(ar.ErrorCode), codeName(ar.Transactions[0].Topics[0].Partitions[0].ErrorCode))
 	logf("describe %s", w.describe("v2-add"))
 	e = w.end("v2-add", ip2.ProducerID, ip2.ProducerEpoch, false)
@@ -337,17 +250,6 @@ func v2Sequence(t *testing.T, seed string) []string {
 	}
 	logf("committed offset %d", committed)
 	return out
-}
-
-// client returns a franz-go client for the wire's broker, closed with the
-// test.
-func (w *v2Wire) client(opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(w.seed)}, opts...)...)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(cl.Close)
-	return cl
 }
 
 // v2Transcript is what Apache Kafka 4 answers to v2Sequence (checked by
@@ -455,57 +357,22 @@ func TestTxnV2ProduceRacingEndTxn(t *testing.T) {
 		if code := w.produce(id, pid, 0, 0, "t", "first"); code != 0 {
 			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 		}
-		stop := make(chan struct{})
-		done := make(chan int16)
-		go func() {
-			for seq := int32(1); ; seq++ {
-				select {
-				case <-stop:
-					done <- 0
-					return
-				default:
-				}
-				if code := w.produce(id, pid, 0, seq, "t", "racing"); code != 0 {
-					done <- code
-					return
-				}
-			}
-		}()
+		stop := produceUntilRefused(func(seq int32) int16 { return w.produce(id, pid, 0, seq, "t", "racing") })
 		time.Sleep(time.Duration(round) * 5 * time.Millisecond)
 		e := w.end(id, pid, 0, true)
 		if e.ErrorCode != 0 || e.ProducerID != pid || e.ProducerEpoch != 1 {
 			t.Fatalf("end: %v pid %d epoch %d", kerr.ErrorForCode(e.ErrorCode), e.ProducerID, e.ProducerEpoch)
 		}
 		time.Sleep(20 * time.Millisecond)
-		close(stop)
-		if code := <-done; code != 0 && code != kerr.InvalidProducerEpoch.Code && code != kerr.NotEnoughReplicas.Code {
+		if code := stop(); code != 0 && code != kerr.InvalidProducerEpoch.Code && code != kerr.NotEnoughReplicas.Code {
 			t.Errorf("racing produce after EndTxn answered %v", kerr.ErrorForCode(code))
 		}
 	}
-	cl := b.Client(t, kgo.ConsumeTopics("t"), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
-	ended := map[int64]bool{}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for markers := 0; markers < 5; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("saw %d markers", markers)
+	checkNoDataAfterMarkers(t, b, "t", 5, 5*time.Second, func(rec *kgo.Record) {
+		if rec.ProducerEpoch != 1 {
+			t.Errorf("marker of producer %d at epoch %d, want the bumped 1", rec.ProducerID, rec.ProducerEpoch)
 		}
-		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Attrs.IsControl() {
-				if rec.ProducerEpoch != 1 {
-					t.Errorf("marker of producer %d at epoch %d, want the bumped 1", rec.ProducerID, rec.ProducerEpoch)
-				}
-				ended[rec.ProducerID] = true
-				markers++
-				return
-			}
-			if ended[rec.ProducerID] {
-				t.Errorf("record %q of producer %d at offset %d lands after its marker", rec.Value, rec.ProducerID, rec.Offset)
-			}
-		})
-	}
+	})
 }
 
 // TestTxnV2FranzGo checks that franz-go, which uses transactions v2 when

@@ -1,17 +1,14 @@
 package log_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/record"
-	"github.com/cascade-kafka/cascade/matrix/apachekafka"
 )
 
 // TestKafkaDumpLogReadsCleanedSegment compacts a log holding every codec,
@@ -21,15 +18,7 @@ import (
 // valid CRCs and list exactly the records Cascade serves. Skipped under
 // -short (needs java and the cached Kafka jars).
 func TestKafkaDumpLogReadsCleanedSegment(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs Apache Kafka's DumpLogSegments (needs java and the cached jars)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dist, err := apachekafka.Ensure(ctx)
-	if err != nil {
-		t.Skipf("Apache Kafka unavailable: %v", err)
-	}
+	tool := needDumpLog(t)
 	dir := t.TempDir()
 	now := time.UnixMilli(1_700_000_000_000)
 	cfg := log.DefaultConfig()
@@ -48,16 +37,10 @@ func TestKafkaDumpLogReadsCleanedSegment(t *testing.T) {
 	ts := now.UnixMilli()
 	add := func(s record.Spec) {
 		t.Helper()
-		b, err := record.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(b, 1); err != nil {
-			t.Fatal(err)
-		}
+		appendSpec(t, l, s, 1)
 	}
 	for round := 0; round < 2; round++ {
-		for i, c := range []record.Codec{record.CodecNone, record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd} {
+		for i, c := range dumpLogCodecs {
 			recs := make([]record.Rec, 4)
 			for j := range recs {
 				recs[j] = record.Rec{Timestamp: ts + int64(j), Key: []byte(fmt.Sprintf("key-%d-%d", i, j%3)),
@@ -120,31 +103,6 @@ func TestKafkaDumpLogReadsCleanedSegment(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(dir, "dumpc-0", "00000000000000000000")
-	out, err := dist.DumpLog(ctx, seg+".log", seg+".index", seg+".timeindex")
-	if err != nil {
-		t.Fatalf("DumpLog: %v\n%s", err, out)
-	}
-	for _, bad := range []string{"Exception", "isvalid: false", "Mismatches", "mismatch", "Found out of order", "is not equal to"} {
-		if strings.Contains(out, bad) {
-			t.Fatalf("DumpLogSegments reported %q:\n%s", bad, out)
-		}
-	}
-	got := regexp.MustCompile(`(?m)^\| offset: (\d+)`).FindAllStringSubmatch(out, -1)
-	if len(got) != len(offsets) {
-		t.Fatalf("DumpLogSegments listed %d records, Cascade serves %d:\n%s", len(got), len(offsets), out)
-	}
-	for i, g := range got {
-		if g[1] != fmt.Sprint(offsets[i]) {
-			t.Fatalf("record %d at offset %s, want %d", i, g[1], offsets[i])
-		}
-	}
-	for _, want := range []string{"compresscodec: zstd", "compresscodec: lz4", "endTxnMarker: ABORT", "count: 0"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("DumpLogSegments output lacks %q", want)
-		}
-	}
-	if t.Failed() || testing.Verbose() {
-		t.Log(out)
-	}
+	tool.check(t, filepath.Join(dir, "dumpc-0"), offsets,
+		"compresscodec: zstd", "compresscodec: lz4", "endTxnMarker: ABORT", "count: 0")
 }
