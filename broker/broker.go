@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	m := metrics.New(cfg.Registry)
 	metrics.RegisterPartitions(cfg.Registry, b.partitionStats)
 
-	b.ln, err = net.Listen("tcp", listeners[0].Addr())
+	b.ln, err = wire.Listen(ctx, listeners[0].Addr(), int(bc.SocketReceiveBufferBytes))
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -145,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Config:        bc,
 		Meta:          b.meta,
 		Partitions:    b.parts,
-		FetchSessions: handler.NewFetchSessions(handler.DefaultFetchSessionSlots, cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
+		FetchSessions: handler.NewFetchSessions(int(bc.FetchSessionCacheSlots), cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
 		Metrics:       m,
 		Now:           cfg.Now,
 		Logger:        cfg.Logger,
@@ -168,9 +168,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Dispatcher:      env,
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
 		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
-		IdleTimeout:     10 * time.Minute, // connections.max.idle.ms default
-		Logger:          cfg.Logger,
-		Observer:        m,
+		IdleTimeout:     bc.ConnectionsMaxIdle,
+		// socket.receive.buffer.bytes is set on the listener (wire.Listen),
+		// so connections inherit it before their handshake; the server
+		// sets the same size again on each accepted connection.
+		SendBufferBytes:    int(bc.SocketSendBufferBytes),
+		ReceiveBufferBytes: int(bc.SocketReceiveBufferBytes),
+		Logger:             cfg.Logger,
+		Observer:           m,
 	}
 	go func() {
 		defer close(b.serveDone)
@@ -183,10 +188,26 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
+	logUnserved(b.logger, bc)
 	b.logger.Info("cascade broker started", "node.id", bc.NodeID, "listener", b.ln.Addr().String(),
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "log.dirs", bc.LogDirs, "cluster.id", b.meta.Image().ClusterID)
 	ok = true
 	return b, nil
+}
+
+// logUnserved logs, once at start, the configs that are set but change
+// nothing in Cascade, and the controller listeners it does not bind: its
+// single node runs the metadata quorum in-process, and until the cluster
+// phase no controller RPCs exist to serve, so a port there would answer
+// nothing.
+func logUnserved(logger *slog.Logger, bc *config.Broker) {
+	for _, n := range bc.NoEffect() {
+		logger.Info("configuration has no effect", "key", n.Key, "value", n.Value, "reason", n.Reason)
+	}
+	for _, l := range bc.ControllerListeners() {
+		logger.Info("controller listener not served", "listener", l.Name, "address", l.Addr(),
+			"reason", "this single node runs the metadata quorum in-process and serves no controller RPCs; no port is bound")
+	}
 }
 
 // metadataDir is where the metadata log lives: the first log dir, as

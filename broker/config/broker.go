@@ -16,7 +16,7 @@ import (
 // types, validators and defaults (KafkaConfig, ServerLogConfigs,
 // KRaftConfigs). Where Cascade's default differs from Kafka's the Doc says
 // so: a single node needs replication factors of 1 and a local listener.
-var brokerDefs = newDefs(
+var brokerDefs = newDefs(append([]*Def{
 	// KRaft and listeners.
 	&Def{Name: "node.id", Type: TypeInt, Default: "1", HasDefault: true, Validate: atLeast(0),
 		Doc: "The node id of this server (Kafka requires it; Cascade defaults to 1)."},
@@ -182,13 +182,25 @@ var brokerDefs = newDefs(
 	&Def{Name: "group.consumer.assignors", Type: TypeList, Default: "uniform,range", HasDefault: true,
 		Validate: listOf(false, "uniform", "range", uniformAssignorClass, rangeAssignorClass),
 		Doc:      "The server-side assignors of consumer groups (KIP-848), the first being the default."},
+	&Def{Name: "group.consumer.migration.policy", Type: TypeString, Default: "bidirectional", HasDefault: true,
+		// As Kafka: ConfigDef.CaseInsensitiveValidString of ConsumerGroupMigrationPolicy.
+		Validate: func(v any) string {
+			s, _ := v.(string)
+			for _, a := range []string{"bidirectional", "upgrade", "downgrade", "disabled"} {
+				if strings.EqualFold(s, a) {
+					return ""
+				}
+			}
+			return "String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED"
+		},
+		Doc: "Which online migrations between the classic and the consumer group protocols are allowed (KIP-848)."},
 	&Def{Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", HasDefault: true, Validate: atLeast(1),
 		Doc: "How long committed offsets of an empty group are kept."},
 	&Def{Name: "offsets.retention.check.interval.ms", Type: TypeLong, Default: "600000", HasDefault: true,
 		Validate: atLeast(1), Doc: "How often expired offsets are looked for."},
 	&Def{Name: "offset.metadata.max.bytes", Type: TypeInt, Default: "4096", HasDefault: true,
 		Doc: "The largest metadata string of a committed offset."},
-)
+}, serverDefs...)...)
 
 // The class names of Kafka's built-in consumer group assignors.
 const (
@@ -264,6 +276,21 @@ type Broker struct {
 	// QueuedMaxRequestBytes is queued.max.request.bytes; <= 0 is
 	// unbounded.
 	QueuedMaxRequestBytes int64
+	// SocketSendBufferBytes and SocketReceiveBufferBytes are
+	// socket.send.buffer.bytes and socket.receive.buffer.bytes; -1 is the
+	// OS default.
+	SocketSendBufferBytes    int32
+	SocketReceiveBufferBytes int32
+	// ConnectionsMaxIdle is connections.max.idle.ms; 0 never closes an
+	// idle connection (a negative setting).
+	ConnectionsMaxIdle time.Duration
+	// FetchMaxBytes is fetch.max.bytes.
+	FetchMaxBytes int32
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots.
+	FetchSessionCacheSlots int32
+	// ControllerQuorumBootstrapServers is
+	// controller.quorum.bootstrap.servers (at most one host:port).
+	ControllerQuorumBootstrapServers []string
 
 	OffsetsTopicNumPartitions        int32
 	OffsetsTopicReplicationFactor    int16
@@ -281,6 +308,7 @@ type Broker struct {
 	GroupConsumerHeartbeatInterval   time.Duration
 	GroupConsumerMaxSize             int32
 	GroupConsumerAssignors           []string
+	GroupConsumerMigrationPolicy     string
 	OffsetsRetention                 time.Duration
 	OffsetsRetentionCheckInterval    time.Duration
 	OffsetMetadataMaxBytes           int32
@@ -307,7 +335,7 @@ func (b *Broker) clusterDefaults() map[string]string {
 func (b *Broker) BrokerListeners() []Listener {
 	var out []Listener
 	for _, l := range b.Listeners {
-		if !contains(b.ControllerListenerNames, l.Name) {
+		if !containsFold(b.ControllerListenerNames, l.Name) {
 			out = append(out, l)
 		}
 	}
@@ -485,6 +513,21 @@ func (b *Broker) fill() error {
 					Reason: "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0 or an empty host"}
 			}
 		}
+		// Clients are told only of broker listeners; a controller
+		// listener may be advertised (KIP-853) but Cascade serves none.
+		var brokers []Listener
+		for _, l := range b.AdvertisedListeners {
+			if !hasListener(b.Listeners, l.Name) {
+				// As KafkaConfig.validateValues.
+				return &ValueError{Name: "advertised.listeners", Value: adv,
+					Reason: "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners; " +
+						l.Name + " is not in listeners"}
+			}
+			if !containsFold(b.ControllerListenerNames, l.Name) {
+				brokers = append(brokers, l)
+			}
+		}
+		b.AdvertisedListeners = brokers
 	} else {
 		b.AdvertisedListeners = b.BrokerListeners()
 	}
@@ -571,9 +614,13 @@ func (b *Broker) fill() error {
 		}
 		b.GroupConsumerAssignors = append(b.GroupConsumerAssignors, a)
 	}
+	b.GroupConsumerMigrationPolicy = strings.ToLower(b.value("group.consumer.migration.policy").(string))
 	b.OffsetsRetention = msDuration(int64(b.value("offsets.retention.minutes").(int32)) * minutesToMs)
 	b.OffsetsRetentionCheckInterval = msDuration(b.value("offsets.retention.check.interval.ms").(int64))
 	b.OffsetMetadataMaxBytes = b.value("offset.metadata.max.bytes").(int32)
+	if err := b.fillServer(); err != nil {
+		return err
+	}
 	// The topic defaults must agree with each other, as Kafka's
 	// LogConfig.validateBrokerLogConfigValues checks.
 	if _, err := ResolveTopic(b, nil); err != nil {

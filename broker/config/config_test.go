@@ -127,9 +127,9 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.properties"), nil); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("got %v", err)
 	}
-	p := writeFile(t, "num.partitions=2\nnum.io.threads=8\n")
+	p := writeFile(t, "num.partitions=2\nssl.keystore.location=/k.jks\n")
 	_, err := Load(p, nil)
-	if want := p + `:2: unsupported configuration key "num.io.threads": Cascade does not honour it`; err == nil || err.Error() != want {
+	if want := p + `:2: unsupported configuration key "ssl.keystore.location": Cascade does not honour it`; err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
 	if !errors.Is(err, ErrUnsupportedKey) {
@@ -145,7 +145,7 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"log.segment.bytes=1000"}, "--override log.segment.bytes=1000: Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576"},
 		{[]string{"log.cleanup.policy=shred"}, "--override log.cleanup.policy=shred: Invalid value shred for configuration log.cleanup.policy: String must be one of: compact, delete"},
 		{[]string{"bogus"}, "--override bogus: expected key=value"},
-		{[]string{"socket.send.buffer.bytes=1"}, `--override socket.send.buffer.bytes=1: unsupported configuration key "socket.send.buffer.bytes": Cascade does not honour it`},
+		{[]string{"log.cleaner.threads=2"}, `--override log.cleaner.threads=2: unsupported configuration key "log.cleaner.threads": Cascade does not honour it`},
 		{[]string{"compression.type=gzip"}, "--override compression.type=gzip: Invalid value gzip for configuration compression.type: Cascade implements only the default value producer"},
 		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica"},
 		{[]string{"listeners=SSL://:9093"}, "Invalid value SSL://:9093 for configuration listeners: listener SSL uses security protocol SSL, which Cascade does not implement"},

@@ -124,6 +124,12 @@ type Def struct {
 	// behaviour it does not implement: only its default value is accepted,
 	// so a setting is never silently ignored.
 	DefaultOnly bool
+	// NoEffect, when not empty, says why a broker config Cascade accepts
+	// (with Kafka's validation) changes nothing in Cascade: a thread-pool
+	// size where each connection has its own goroutine, or a setting of a
+	// feature Cascade does not serve. The broker logs it at start when the
+	// config is set.
+	NoEffect string
 }
 
 // Parse converts text to the def's type and validates it, returning the

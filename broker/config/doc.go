@@ -11,7 +11,7 @@
 // out-of-range value, worded as Kafka's ConfigException:
 //
 //	b, err := config.Load("server.properties", []string{"num.partitions=3"})
-//	// server.properties:7: unsupported configuration key "num.io.threads": Cascade does not honour it
+//	// server.properties:7: unsupported configuration key "ssl.keystore.location": Cascade does not honour it
 //	// --override num.partitions=x: Invalid value x for configuration num.partitions: Not a number of type INT
 //
 // Topic configs: every config Kafka 4.x describes for a topic is defined
@@ -35,9 +35,22 @@
 // silently ignored. Broker configs are static: Cascade changes none at run
 // time, so DescribeBroker reports every entry read-only.
 //
-// Defaults differ from Kafka's only where a single local node needs it:
+// Apache Kafka's stock config/server.properties (a combined KRaft node)
+// loads unchanged (testdata/kafka-server.properties). Kafka's thread-pool
+// sizes (num.network.threads, num.io.threads, background.threads,
+// num.recovery.threads.per.data.dir) are validated as Kafka's ConfigDef does
+// and marked NoEffect, as are the share coordinator's keys, which accept only
+// single-node values: (*Broker).NoEffect lists those set, for the broker to
+// log. Controller listeners are parsed and checked but are not bound
+// (ControllerListeners), and configurations a single node cannot honour
+// (several voters or bootstrap controllers, internal topics with more than
+// one replica) are refused.
+//
+// Defaults differ from Kafka's where a single local node needs it:
 // node.id=1, process.roles=broker,controller, listeners
 // PLAINTEXT://127.0.0.1:9092, log.dir=./data, and replication factors of 1
-// for the internal topics. The package does no I/O beyond reading the
-// properties file in Load.
+// for the internal topics. socket.send.buffer.bytes and
+// socket.receive.buffer.bytes default to -1 (DefaultSocketBufferBytes, the
+// OS default with TCP autotuning) where Kafka fixes 102400. The package does
+// no I/O beyond reading the properties file in Load.
 package config

@@ -36,8 +36,17 @@ import (
 func init() { register(1, 4, 18, handleFetch) }
 
 // maxFetchResponseBytes is Kafka's fetch.max.bytes broker default (55 MiB),
-// the cap on a response whatever the request asks for.
+// the cap on a response whatever the request asks for, used when the Env
+// has no broker configuration.
 const maxFetchResponseBytes = 55 << 20
+
+// fetchMaxBytes returns the broker's fetch.max.bytes.
+func fetchMaxBytes(env *Env) int {
+	if env.Config == nil || env.Config.FetchMaxBytes <= 0 {
+		return maxFetchResponseBytes
+	}
+	return int(env.Config.FetchMaxBytes)
+}
 
 // fetchPart is one partition of a fetch being served.
 type fetchPart struct {
@@ -144,9 +153,11 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 		fp.resolve(env, useIDs)
 	}
 
+	// As KafkaApis.handleFetchRequest: the response's limit is the
+	// smaller of the request's max_bytes and the broker's fetch.max.bytes.
 	maxBytes := int(r.MaxBytes)
-	if r.Version < 3 || maxBytes <= 0 || maxBytes > maxFetchResponseBytes {
-		maxBytes = maxFetchResponseBytes
+	if limit := fetchMaxBytes(env); r.Version < 3 || maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
 	}
 	deadline := env.now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	waiter := partition.NewWaiter()

@@ -254,7 +254,8 @@ func TestSizeEstimateBoundsDecode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures every version")
 	}
-	for _, key := range []int16{produceKey, metadataKey} {
+	for _, key := range []int16{produceKey, metadataKey, listOffsetsKey, offsetCommitKey, joinGroupKey,
+		syncGroupKey, createTopicsKey, txnOffsetCommitKey, describeConfigsKey} {
 		req := kmsg.RequestForKey(key)
 		for v := int16(0); v <= req.MaxVersion(); v++ {
 			req.SetVersion(v)

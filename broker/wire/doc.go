@@ -20,23 +20,30 @@
 //     as Kafka's NetworkReceive.
 //  2. The api key and version (4 bytes). An unknown key closes the
 //     connection. A frame longer than the key's APIFrameCap closes it too:
-//     every API but Produce and Metadata is capped at
-//     socket.request.max.bytes / DecodeAmplification, never below
-//     MinAPIFrameCap (1 MiB), so that its worst-case decode stays within one
-//     maximum-size frame; their legitimate requests are far smaller.
-//     Produce and Metadata may use the whole of socket.request.max.bytes,
-//     as in Kafka.
+//     most APIs are capped at socket.request.max.bytes /
+//     DecodeAmplification, never below MinAPIFrameCap (1 MiB), so that
+//     their worst-case decode stays within one maximum-size frame; their
+//     legitimate requests are far smaller. Produce and Metadata, and the
+//     APIs whose legitimate requests grow with a group or a partition count
+//     (ListOffsets, OffsetCommit, TxnOffsetCommit, DescribeConfigs,
+//     CreateTopics, JoinGroup, SyncGroup: decodeCapped in scan.go), may
+//     use the whole of socket.request.max.bytes, as in Kafka.
 //  3. A reservation of Reservation(key, version, n) bytes (frame size ×
-//     DecodeAmplification + ReservationSlack) from the broker-wide Budget,
+//     DecodeAmplification + ReservationSlack; for the decodeCapped APIs at
+//     most socket.request.max.bytes + ReservationSlack) from the
+//     broker-wide Budget,
 //     queued.max.request.bytes. Like Kafka's non-strict SimpleMemoryPool it
 //     is granted while anything is left, so no request is refused for its
 //     size; while the budget is spent the reader waits, in arrival order,
 //     without reading (Kafka mutes the channel). Only then is the body
 //     buffer allocated and read.
-//  4. For Produce and Metadata, a scan of the body (sizeEstimate) computes
-//     what decoding will really allocate (records alias the frame), and the
-//     reservation shrinks to it, so large legitimate produce requests hold
-//     about their own size, not their worst case.
+//  4. For Produce, Metadata and the decodeCapped APIs, a scan of the body
+//     (sizeEstimate) computes what decoding will really allocate (records,
+//     group metadata and assignments alias the frame), and the reservation
+//     shrinks to it, so large legitimate requests hold about their own
+//     size, not their worst case. A decodeCapped request whose scan exceeds
+//     its reservation (a crafted frame of empty elements) closes the
+//     connection before it is decoded.
 //  5. The reservation is released when the dispatcher returns.
 //
 // DecodeAmplification is a generated table (amplification_gen.go): the most
@@ -51,8 +58,20 @@
 // So the bytes reserved at once never exceed queued.max.request.bytes plus
 // one reservation, and one reservation is at most about
 // socket.request.max.bytes (or MinAPIFrameCap × amplification) for the
-// capped APIs, and the real decoded size of a well-formed Produce or
-// Metadata request. queued.max.request.bytes=-1 (Kafka's default) disables
+// capped and decodeCapped APIs, and the real decoded size of a well-formed
+// Produce or Metadata request. TestScanRealisticRequests holds each scanner
+// to kmsg's field layout at every version.
+//
+// # Connections
+//
+// Accepted connections get keep-alive and, when set,
+// socket.send.buffer.bytes as SO_SNDBUF; Listen sets
+// socket.receive.buffer.bytes as SO_RCVBUF on the listening socket, as
+// Kafka's Acceptor does, so that the window scale agreed in the handshake
+// can use it. A connection with no request byte read and no response byte
+// written for connections.max.idle.ms (Server IdleTimeout) is closed with
+// ErrIdle, as Kafka's Selector expires idle channels; a response still being
+// written keeps it open. queued.max.request.bytes=-1 (Kafka's default) disables
 // the budget; Cascade's default is 1 GiB.
 //
 // # Request buffers

@@ -52,14 +52,19 @@ func isFlexible(key, version int16) bool {
 // sizeScanned reports whether the server sizes key's requests by scanning
 // their body (sizeEstimate) rather than by the worst-case factor alone. These
 // are the APIs whose legitimate requests may be as large as
-// socket.request.max.bytes.
-func sizeScanned(key int16) bool { return key == produceKey || key == metadataKey }
+// socket.request.max.bytes: Produce and Metadata, and the decodeCapped APIs
+// (scan.go).
+func sizeScanned(key int16) bool {
+	return key == produceKey || key == metadataKey || decodeCapped(key)
+}
 
 // APIFrameCap returns the largest frame of key the server reads when
-// socket.request.max.bytes is maxRequest. Produce and Metadata may use all of
-// it, as in Kafka. Every other API is capped so that its worst-case decode
-// (frame × amplification) stays within one maximum-size frame, but never
-// below MinAPIFrameCap: their legitimate requests are far smaller.
+// socket.request.max.bytes is maxRequest. Produce, Metadata and the
+// decodeCapped APIs (offset commits, ListOffsets, DescribeConfigs,
+// CreateTopics, JoinGroup, SyncGroup) may use all of it, as in Kafka. Every
+// other API is capped so that its worst-case decode (frame × amplification)
+// stays within one maximum-size frame, but never below MinAPIFrameCap: their
+// legitimate requests are far smaller.
 func APIFrameCap(key, version int16, maxRequest int32) int32 {
 	if sizeScanned(key) {
 		return maxRequest
@@ -75,6 +80,22 @@ func Reservation(key, version int16, n int32) int64 {
 	return int64(n)*int64(DecodeAmplification(key, version)) + ReservationSlack
 }
 
+// readReservation returns the bytes the server reserves before reading a
+// frame of n bytes of key at version when socket.request.max.bytes is
+// maxRequest: Reservation, except that a decodeCapped API never reserves
+// more than one maximum-size frame (plus slack). clipped reports that the
+// reservation is below Reservation; the scan must then show that decoding
+// fits in it, or the connection is closed (see decodeCapped).
+func readReservation(key, version int16, n, maxRequest int32) (r int64, clipped bool) {
+	r = Reservation(key, version, n)
+	if decodeCapped(key) {
+		if c := int64(maxRequest) + ReservationSlack; c < r {
+			return c, true
+		}
+	}
+	return r, false
+}
+
 const (
 	produceKey  = 0
 	metadataKey = 3
@@ -88,8 +109,8 @@ const (
 	tagCost    = 160 // one unknown tagged field
 )
 
-// sizeEstimate returns an upper bound of what decoding body (a Produce or
-// Metadata request at version, after the header) allocates, frame buffer
+// sizeEstimate returns an upper bound of what decoding body (a request of a
+// sizeScanned key at version, after the header) allocates, frame buffer
 // included, by walking its arrays. ok is false when the body is not a
 // well-formed request; kmsg then rejects it and the worst-case reservation
 // stays in place.
@@ -102,7 +123,10 @@ func sizeEstimate(key, version int16, body []byte) (int64, bool) {
 	case metadataKey:
 		est = s.metadata(version)
 	default:
-		return 0, false
+		var ok bool
+		if est, ok = s.scanBody(key, version); !ok {
+			return 0, false
+		}
 	}
 	if s.bad {
 		return 0, false

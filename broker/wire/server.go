@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -76,9 +78,16 @@ type Server struct {
 	Dispatcher Dispatcher
 	// MaxRequestBytes is socket.request.max.bytes; 0 means the default.
 	MaxRequestBytes int32
-	// IdleTimeout is connections.max.idle.ms: a connection that sends no
-	// request for this long is closed. 0 disables it.
+	// IdleTimeout is connections.max.idle.ms: a connection on which no
+	// request byte is read and no response byte written for this long is
+	// closed, as by Kafka's Selector idle expiry. 0 disables it.
 	IdleTimeout time.Duration
+	// SendBufferBytes and ReceiveBufferBytes are socket.send.buffer.bytes
+	// and socket.receive.buffer.bytes, set on each accepted connection
+	// (SO_SNDBUF, SO_RCVBUF); <= 0 leaves the OS default. Open the
+	// listener with Listen to set the receive buffer before handshakes.
+	SendBufferBytes    int
+	ReceiveBufferBytes int
 	// MaxInFlight bounds the responses queued for one connection's writer
 	// before its reader stops reading; 0 means 16.
 	MaxInFlight int
@@ -101,6 +110,13 @@ type Server struct {
 
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("wire: server closed")
+
+// ErrIdle ends a connection idle longer than the server's IdleTimeout.
+var ErrIdle = errors.New("wire: connection idle longer than connections.max.idle.ms")
+
+// ErrDecodeTooLarge closes a connection whose request of a decodeCapped API
+// would decode to more than socket.request.max.bytes, or is malformed.
+var ErrDecodeTooLarge = errors.New("wire: request would decode to more than socket.request.max.bytes")
 
 func (s *Server) init() {
 	if s.ctx == nil {
@@ -146,6 +162,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
+		if err := tuneConn(c, s.SendBufferBytes, s.ReceiveBufferBytes); err != nil {
+			s.Logger.Warn("setting socket options", "remote", c.RemoteAddr().String(), "err", err)
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -191,11 +210,12 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	out := make(chan outgoing, depth)
 	writerDone := make(chan struct{})
+	act := &activity{}
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(c, out)
+		s.writeLoop(c, out, act)
 	}()
-	err := s.readLoop(ctx, c, out)
+	err := s.readLoop(ctx, &idleConn{Conn: c, idle: s.IdleTimeout, act: act}, out)
 	close(out)
 	<-writerDone
 	cancel()
@@ -224,14 +244,14 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, out chan<- outgoing) 
 	}
 	remote := c.RemoteAddr().String()
 	for {
-		frame, pooled, reserved, err := s.readRequest(ctx, c, max)
+		frame, pooled, res, err := s.readRequest(ctx, c, max)
 		if err != nil {
 			return err
 		}
 		if s.Observer != nil {
 			s.Observer.BytesIn(len(frame) + 4)
 		}
-		resp, err := s.handle(ctx, frame, reserved, remote)
+		resp, err := s.handle(ctx, frame, res, remote)
 		if err != nil {
 			resp.release()
 			releaseFrame(pooled)
@@ -257,17 +277,37 @@ type handled struct {
 	header RequestHeader
 }
 
+// reservation is what readRequest reserved for one frame.
+type reservation struct {
+	// n is the bytes acquired from the Budget (0 without one).
+	n int64
+	// size is what the frame is allowed to decode to (readReservation),
+	// with or without a Budget.
+	size int64
+	// clipped is set when size is below the frame's worst-case decode:
+	// the scan must show the decode fits.
+	clipped bool
+}
+
 // handle parses frame's header and dispatches it. The reservation made for
 // the frame is trimmed to the scanned estimate where there is one, and
 // released when the dispatcher returns: the decoded request is garbage then.
-func (s *Server) handle(ctx context.Context, frame []byte, reserved int64, remote string) (handled, error) {
+// A clipped reservation that the scan cannot show to be enough closes the
+// connection before the request is decoded.
+func (s *Server) handle(ctx context.Context, frame []byte, res reservation, remote string) (handled, error) {
+	reserved := res.n
 	defer func() { s.Budget.Release(reserved) }()
 	h, body, err := ParseRequestHeader(frame)
 	if err != nil {
 		return handled{}, err
 	}
-	if sizeScanned(h.Key) && reserved > 0 {
-		if est, ok := sizeEstimate(h.Key, h.Version, body); ok && est < reserved {
+	if sizeScanned(h.Key) && (reserved > 0 || res.clipped) {
+		est, ok := sizeEstimate(h.Key, h.Version, body)
+		switch {
+		case res.clipped && (!ok || est > res.size):
+			return handled{}, fmt.Errorf("%w: %s frame of %d bytes (estimate %d, well-formed %t)",
+				ErrDecodeTooLarge, kmsg.NameForKey(h.Key), len(frame), est, ok)
+		case ok && est < reserved:
 			s.Budget.Release(reserved - est)
 			reserved = est
 		}
@@ -285,52 +325,54 @@ func (s *Server) handle(ctx context.Context, frame []byte, reserved int64, remot
 // For an API whose frames are pooled (pooledFrame) the frame lives in the
 // returned buffer, which the caller releases with releaseFrame once nothing
 // refers to it; otherwise that buffer is nil and the frame is the caller's.
-func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) (frame []byte, pooled *[]byte, reserved int64, err error) {
+func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) (frame []byte, pooled *[]byte, res reservation, err error) {
 	if s.IdleTimeout > 0 {
 		if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, reservation{}, err
 		}
 	}
 	var hdr [8]byte
 	if _, err := io.ReadFull(c, hdr[:4]); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, reservation{}, err
 	}
 	n := int32(binary.BigEndian.Uint32(hdr[:4]))
 	switch {
 	case n < 0:
-		return nil, nil, 0, fmt.Errorf("%w: %d", ErrNegativeFrame, n)
+		return nil, nil, reservation{}, fmt.Errorf("%w: %d", ErrNegativeFrame, n)
 	case n == 0:
-		return nil, nil, 0, ErrEmptyFrame
+		return nil, nil, reservation{}, ErrEmptyFrame
 	case n > max:
-		return nil, nil, 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+		return nil, nil, reservation{}, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	case n < 4:
 		// Too short for a header; read it so the parser says why.
 		frame := make([]byte, n)
 		_, err := io.ReadFull(c, frame)
-		return frame, nil, 0, noEOF(err)
+		return frame, nil, reservation{}, noEOF(err)
 	}
 	if _, err := io.ReadFull(c, hdr[4:8]); err != nil {
-		return nil, nil, 0, noEOF(err)
+		return nil, nil, reservation{}, noEOF(err)
 	}
 	key := int16(binary.BigEndian.Uint16(hdr[4:]))
 	version := int16(binary.BigEndian.Uint16(hdr[6:]))
 	if kmsg.RequestForKey(key) == nil {
-		return nil, nil, 0, fmt.Errorf("%w %d", ErrUnknownAPIKey, key)
+		return nil, nil, reservation{}, fmt.Errorf("%w %d", ErrUnknownAPIKey, key)
 	}
 	if limit := APIFrameCap(key, version, max); n > limit {
-		return nil, nil, 0, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
+		return nil, nil, reservation{}, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
 	}
+	reserved, clipped := readReservation(key, version, n, max)
+	res = reservation{size: reserved, clipped: clipped}
 	if s.Budget != nil {
-		reserved = Reservation(key, version, n)
+		res.n = reserved
 		if err := s.Budget.Acquire(ctx, reserved); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, reservation{}, err
 		}
 		if s.IdleTimeout > 0 {
 			// Time spent waiting for the budget is the broker's, not
 			// the client's idleness.
 			if err := c.SetReadDeadline(time.Now().Add(s.IdleTimeout)); err != nil {
-				s.Budget.Release(reserved)
-				return nil, nil, 0, err
+				s.Budget.Release(res.n)
+				return nil, nil, reservation{}, err
 			}
 		}
 	}
@@ -342,11 +384,11 @@ func (s *Server) readRequest(ctx context.Context, c net.Conn, max int32) (frame 
 	}
 	copy(frame, hdr[4:8])
 	if _, err := io.ReadFull(c, frame[4:]); err != nil {
-		s.Budget.Release(reserved)
+		s.Budget.Release(res.n)
 		releaseFrame(pooled)
-		return nil, nil, 0, noEOF(err)
+		return nil, nil, reservation{}, noEOF(err)
 	}
-	return frame, pooled, reserved, nil
+	return frame, pooled, res, nil
 }
 
 // noEOF turns an EOF inside a frame into io.ErrUnexpectedEOF.
@@ -360,7 +402,7 @@ func noEOF(err error) error {
 // writeLoop writes responses in the order the reader queued them. After a
 // write error it keeps draining (releasing bodies) so the reader never blocks
 // on a dead writer; the reader then fails on its own read of the closed conn.
-func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
+func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
 	var buf []byte
 	var failed bool
 	for o := range out {
@@ -371,7 +413,9 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing) {
 		}
 		var n int
 		var err error
+		act.writing.Store(true)
 		buf, n, err = s.writeOne(c, buf[:0], o)
+		act.wrote()
 		// The response is on the wire (or never will be): nothing
 		// refers to the request's bytes any more.
 		releaseFrame(o.frame)
@@ -407,4 +451,57 @@ func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) ([]byte, int, erro
 	}
 	n, err := o.resp.Body.WriteTo(c)
 	return buf, len(buf) + int(n), err
+}
+
+// activity is what a connection's writer shares with its reader for idle
+// expiry: whether a response is being written and when one last was.
+type activity struct {
+	writing   atomic.Bool
+	lastWrite atomic.Int64 // unix nanoseconds
+}
+
+func (a *activity) wrote() {
+	a.lastWrite.Store(time.Now().UnixNano())
+	a.writing.Store(false)
+}
+
+// idleConn is a connection as its reader sees it. A read that reaches the
+// read deadline (IdleTimeout after the reader began waiting for a request)
+// ends the connection with ErrIdle only if nothing was read or written
+// within IdleTimeout and no response is being written; otherwise the
+// deadline moves on. So, as with Kafka's Selector, only a connection with
+// no traffic either way is idle: a client slowly reading a large response,
+// or slowly sending a large request, is not.
+type idleConn struct {
+	net.Conn
+	idle     time.Duration
+	act      *activity
+	lastRead time.Time
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 && c.idle > 0 {
+			c.lastRead = time.Now()
+		}
+		if err == nil || n > 0 || c.idle <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		now := time.Now()
+		last := c.lastRead
+		if w := time.Unix(0, c.act.lastWrite.Load()); w.After(last) {
+			last = w
+		}
+		if c.act.writing.Load() {
+			last = now
+		}
+		next := last.Add(c.idle)
+		if !next.After(now) {
+			return 0, fmt.Errorf("%w (%v)", ErrIdle, c.idle)
+		}
+		if err := c.Conn.SetReadDeadline(next); err != nil {
+			return 0, err
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -61,7 +62,22 @@ func main() {
 }
 
 func run(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default handling so that a
+		// second one ends a stop that hangs.
+		<-ctx.Done()
+		stop()
+	}()
+	return serve(ctx, args, os.Stdout, os.Stderr)
+}
+
+// serve runs the broker that args describe until ctx is done, printing the
+// banner to out and logs to logOut.
+func serve(ctx context.Context, args []string, out, logOut io.Writer) error {
 	fs := flag.NewFlagSet("cascade", flag.ContinueOnError)
+	fs.SetOutput(logOut)
 	path := fs.String("config", "", "a server.properties file with Kafka broker properties")
 	var ov overrides
 	fs.Var(&ov, "override", "a property `key=value` applied after the file; repeatable")
@@ -71,7 +87,7 @@ func run(args []string) error {
 		return err
 	}
 	if *printAPIs {
-		fmt.Print(apiTable())
+		fmt.Fprint(out, apiTable())
 		return nil
 	}
 	if fs.NArg() > 0 {
@@ -89,10 +105,8 @@ func run(args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	admin, _ := cfg.IsSet("cascade.admin.listener")
 	b, err := broker.Start(ctx, broker.Config{Broker: cfg, Logger: logger, AdminListener: admin})
 	if err != nil {
@@ -105,17 +119,16 @@ func run(args []string) error {
 		}
 		dirs[i] = d
 	}
-	fmt.Printf("Cascade is running.\n  bootstrap address: %s\n  data dir:          %s\n", b.Addr(), strings.Join(dirs, ","))
+	fmt.Fprintf(out, "Cascade is running.\n  bootstrap address: %s\n  data dir:          %s\n", b.Addr(), strings.Join(dirs, ","))
 	if a := b.AdminAddr(); a != "" {
-		fmt.Printf("  metrics:           http://%s/metrics\n  pprof:             http://%s/debug/pprof/\n", a, a)
+		fmt.Fprintf(out, "  metrics:           http://%s/metrics\n  pprof:             http://%s/debug/pprof/\n", a, a)
 	}
-	fmt.Println("Press Ctrl-C to stop.")
+	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	<-ctx.Done()
-	stop()
-	fmt.Println("Stopping...")
+	fmt.Fprintln(out, "Stopping...")
 	if err := b.Close(); err != nil {
 		return errors.Join(errors.New("stopping"), err)
 	}
-	fmt.Println("Stopped; all data flushed.")
+	fmt.Fprintln(out, "Stopped; all data flushed.")
 	return nil
 }

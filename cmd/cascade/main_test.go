@@ -1,9 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestRunRefusesUnknownKey(t *testing.T) {
@@ -38,5 +46,87 @@ func TestREADMEAPITable(t *testing.T) {
 	}
 	if !strings.Contains(string(readme), apiTable()) {
 		t.Errorf("README.md's API table is out of date; replace it with the output of go run ./cmd/cascade -print-apis:\n%s", apiTable())
+	}
+}
+
+// syncBuffer collects output written by the broker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeKafkaStockFile runs the command as `cascade -config
+// server.properties` with Apache Kafka's stock file, overriding only the
+// client port (a free one) and the log dir, as a user would, and checks a
+// client is served and the broker stops cleanly.
+func TestServeKafkaStockFile(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"-config", "../../broker/config/testdata/kafka-server.properties",
+			"--override", "listeners=PLAINTEXT://" + addr + ",CONTROLLER://:9093",
+			"--override", "advertised.listeners=PLAINTEXT://" + addr + ",CONTROLLER://localhost:9093",
+			"--override", "log.dirs=" + t.TempDir()}, &out, &logs)
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		_, err := kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, cl)
+		rcancel()
+		if err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("cascade stopped: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer on %s: %v\n%s", addr, err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "bootstrap address: "+addr) {
+		t.Errorf("banner:\n%s", out.String())
+	}
+	if !strings.Contains(logs.String(), "controller listener not served") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("cascade did not stop")
+	}
+	if !strings.Contains(out.String(), "Stopped; all data flushed.") {
+		t.Errorf("banner:\n%s", out.String())
 	}
 }
