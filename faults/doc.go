@@ -9,9 +9,13 @@
 //   - franz-go idempotent producers, and consumers that issue single Fetch
 //     requests (so a fetch's call and return bracket exactly what the broker
 //     answered), list the latest offset, commit and read committed offsets;
-//   - with -faults.txn, a franz-go transactional producer (two records per
-//     transaction, one in ten aborted, each EndTxn recorded as end_txn),
-//     read back by the odd-numbered consumers at read_committed;
+//   - franz-go transactional producers (two records per transaction, one
+//     in ten aborted, each EndTxn recorded as end_txn), read back by the
+//     odd-numbered consumers at read_committed. They also make the
+//     coordinator abort on its own: one producer leaves a transaction in
+//     ten open and is replaced (the new InitProducerId bumps the epoch and
+//     aborts it, KIP-360); the other runs with a 1.5 s
+//     transaction.timeout.ms and stalls one transaction in six past it;
 //   - confluent-kafka-go (librdkafka) idempotent producers, long-lived as an
 //     application's, replaced only after a fatal idempotence error;
 //   - Apache Kafka's Java client through the matrix's Java driver
@@ -40,18 +44,21 @@
 //	go test ./faults -run SingleNode -faults.soak=10m     # a soak
 //	go test ./faults -run SingleNode -faults.seed=1234    # replay a seed's faults
 //	go test ./faults -run SingleNode -faults.kafka=false  # Cascade only
+//	go test ./faults -run SingleNode -faults.txn=false    # without transactions
 //
 // -faults.java=false leaves out the Java clients; -faults.cascade=BIN runs a
-// prebuilt broker. -faults.txn adds the transactional producer and
-// read_committed consumers. It is off by default because the history
-// checker counts exactly one marker per transaction and partition, while
-// a broker that crashes between writing a marker and completing the
-// transaction writes the marker again on recovery (Kafka's
-// ProducerAppendInfo accepts the duplicate, KAFKA-19999), and an Apache
-// Kafka restarted after SIGKILL recovers its partitions uncleanly
-// (leaderRecoveryState RECOVERING): both yield valid logs the checker
-// calls non-linearizable. The Kafka run and the Java clients need java and
-// mvn (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
+// prebuilt broker; -faults.txn=false leaves out the transactional
+// producers and read_committed consumers. Both targets run with
+// transaction.abort.timed.out.transaction.cleanup.interval.ms=500, so a
+// timed-out transaction is aborted soon. The checker
+// (linearizability/txn.go) accepts what Apache Kafka does around
+// transactions under these faults: markers written more than once (a
+// coordinator that recovers a transaction in PrepareCommit or
+// PrepareAbort writes its markers again, and the partition accepts the
+// copy, KAFKA-19999), and aborts the client never asked for.
+//
+// The Kafka run and the Java clients need java and mvn
+// (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
 // without them. The seed is printed; the same seed replays the same fault
 // schedule and proxy decisions (timings still vary). A failing run keeps its
 // artifacts and prints their directory: history.jsonl, faults.log (faults

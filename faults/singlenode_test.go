@@ -33,9 +33,15 @@ var (
 	flagKeep     = flag.Bool("faults.keep", false, "keep the artifacts of a passing run too")
 	flagKafka    = flag.Bool("faults.kafka", true, "also run the suite against Apache Kafka (the oracle) when java and mvn are installed")
 	flagBin      = flag.String("faults.cascade", "", "run this cascade binary instead of building ./cmd/cascade")
-	flagTxn      = flag.Bool("faults.txn", false, "also run the transactional producer and read_committed consumers (see the package doc)")
+	flagTxn      = flag.Bool("faults.txn", true, "run the transactional producers and read_committed consumers (-faults.txn=false leaves them out)")
 	flagJava     = flag.Bool("faults.java", true, "run Java clients (the matrix's Java driver) when java and mvn are installed")
 )
+
+// txnAbortIntervalKey is how often both targets look for timed-out
+// transactions to abort: often enough that the workload's short-timeout
+// producer sees its stalled transactions aborted by the coordinator
+// (faults/txn.go).
+const txnAbortIntervalKey, txnAbortInterval = "transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"
 
 // faultTime is how long faults rotate: the soak when one is asked for.
 func faultTime() time.Duration {
@@ -102,7 +108,7 @@ func TestSingleNodeCascade(t *testing.T) {
 	}
 	jv := javaOpener(t, ctx)
 	proc := &Process{Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "broker.log"),
-		Overrides: map[string]string{"log.flush.interval.messages": "1"}}
+		Overrides: map[string]string{"log.flush.interval.messages": "1", txnAbortIntervalKey: txnAbortInterval}}
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +151,7 @@ func TestSingleNodeKafka(t *testing.T) {
 			"log.flush.interval.messages":  "1",
 			"broker.session.timeout.ms":    "2000",
 			"broker.heartbeat.interval.ms": "500",
+			txnAbortIntervalKey:            txnAbortInterval,
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +253,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		w.Java, w.JavaProducers, w.JavaConsumers = r.java, 1, 1
 	}
 	if *flagTxn {
-		w.TxnProducers = 1
+		w.TxnProducers = 2
 	}
 
 	sched := &Schedule{Faults: append(ProxyFaults(p), r.faults...), Seed: r.seed, Period: *flagPeriod, MaxConcurrent: 2,

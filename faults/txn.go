@@ -15,18 +15,51 @@ import (
 // the partitions from a rotating start.
 const txnRecords = 2
 
-// txnTimeout is the producer's transaction.timeout.ms. It is longer than a
-// transaction of this workload can last (two produces bounded by the
-// delivery timeout and an EndTxn bounded by 20 s, even across a crash and
-// restart), so transactions end by the client's EndTxn, not by the
-// coordinator's timeout abort. The checker accepts either
-// (linearizability/README.md); timeout aborts are tested in broker/handler.
+// txnTimeout is the transaction.timeout.ms of even-numbered
+// transactional producers. It is longer than a transaction of theirs can
+// last (two produces bounded by the delivery timeout and an EndTxn bounded
+// by 20 s, even across a crash and restart), so their transactions end by
+// the client's EndTxn, or by the coordinator's abort when a new client
+// with the same transactional.id replaces one that left its transaction
+// open (InitProducerId bumps the epoch and aborts it, KIP-360).
 const txnTimeout = time.Minute
+
+// txnShortTimeout is the transaction.timeout.ms of odd-numbered
+// transactional producers, and txnStall how long one of their
+// transactions in txnStallOneIn waits before its EndTxn: past the timeout,
+// so the coordinator aborts it on its own
+// (TransactionCoordinator.abortTimedOutTransactions, run every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms, which the
+// suite sets to 500 ms) and the client's EndTxn then fails. Faults that
+// slow a transaction past the timeout have the same effect.
+const (
+	txnShortTimeout = 1500 * time.Millisecond
+	txnStall        = 2500 * time.Millisecond
+	txnStallOneIn   = 6
+	// txnAbandonOneIn is how often an even-numbered producer leaves a
+	// transaction open and is replaced.
+	txnAbandonOneIn = 10
+)
+
+// txnEnd is how a transaction of the workload ends.
+type txnEnd int
+
+const (
+	endCommit txnEnd = iota
+	endAbort
+	// endAbandon leaves the transaction open and replaces the client.
+	endAbandon
+	// endStall waits txnStall, then commits.
+	endStall
+)
 
 // produceTxn runs transactions of txnRecords unique values "t<i>-<n>" with
 // a franz-go transactional producer (transactional.id "faults-txn-<i>"),
-// committing nine in ten and aborting the rest, and records each produce
-// with the transaction's name and each EndTxn as end_txn. Any error that
+// aborting one in ten and committing most others, and records each produce
+// with the transaction's name and each EndTxn as end_txn. Even-numbered
+// producers leave one transaction in txnAbandonOneIn open instead (no
+// end_txn) and replace their client; odd-numbered ones run with
+// txnShortTimeout and stall one in txnStallOneIn past it. Any error that
 // leaves the transaction's fate unknown, or the client in a state only
 // an abort could clear, replaces the client: the new one's InitProducerId
 // bumps the epoch, which fences the old one and makes the coordinator
@@ -35,11 +68,15 @@ const txnTimeout = time.Minute
 func (w *Workload) produceTxn(ctx context.Context, i int) error {
 	name := fmt.Sprintf("txn-producer-%d", i)
 	rng := rand.New(rand.NewPCG(w.Seed, uint64(i)+2000))
+	timeout := txnTimeout
+	if i%2 == 1 {
+		timeout = txnShortTimeout
+	}
 	newClient := func() (*kgo.Client, error) {
 		return kgo.NewClient(w.clientOpts(
 			kgo.ClientID(name),
 			kgo.TransactionalID(fmt.Sprintf("faults-txn-%d", i)),
-			kgo.TransactionTimeout(txnTimeout),
+			kgo.TransactionTimeout(timeout),
 			kgo.DefaultProduceTopic(w.Topic),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RecordDeliveryTimeout(4*time.Second),
@@ -53,7 +90,16 @@ func (w *Workload) produceTxn(ctx context.Context, i int) error {
 	defer func() { cl.Close() }()
 	for n := 0; ctx.Err() == nil; n++ {
 		txn := fmt.Sprintf("%s-tx-%d", name, n)
-		replace, err := w.oneTxn(ctx, cl, name, txn, i, n, rng.IntN(10) != 0)
+		end := endCommit
+		switch r := rng.IntN(60); {
+		case r < 6:
+			end = endAbort
+		case i%2 == 0 && r < 6+60/txnAbandonOneIn:
+			end = endAbandon
+		case i%2 == 1 && r < 6+60/txnStallOneIn:
+			end = endStall
+		}
+		replace, err := w.oneTxn(ctx, cl, name, txn, i, n, end)
 		if err != nil {
 			return err
 		}
@@ -70,7 +116,7 @@ func (w *Workload) produceTxn(ctx context.Context, i int) error {
 
 // oneTxn runs one transaction and records it. It reports whether the
 // client must be replaced; its error is the recorder's.
-func (w *Workload) oneTxn(ctx context.Context, cl *kgo.Client, name, txn string, i, n int, commit bool) (replace bool, err error) {
+func (w *Workload) oneTxn(ctx context.Context, cl *kgo.Client, name, txn string, i, n int, end txnEnd) (replace bool, err error) {
 	// Nothing may be cancelled mid-transaction: a cancelled EndTxn leaves
 	// the client unusable (kgo.Client.EndTransaction). The run's end is
 	// honoured between transactions.
@@ -99,7 +145,16 @@ func (w *Workload) oneTxn(ctx context.Context, cl *kgo.Client, name, txn string,
 		}
 		w.count(perr == nil)
 	}
-	commit = commit && allOK
+	if end == endAbandon {
+		// The replacement's InitProducerId aborts what is left open.
+		w.logf("%s: leaving %s open", name, txn)
+		return true, nil
+	}
+	if end == endStall {
+		w.logf("%s: stalling %s for %v", name, txn, txnStall)
+		time.Sleep(txnStall)
+	}
+	commit := end != endAbort && allOK
 	if !allOK {
 		if err := cl.AbortBufferedRecords(octx); err != nil {
 			w.logf("%s: abort buffered records of %s: %v", name, txn, err)

@@ -306,6 +306,7 @@ func (w *Workload) fetch(ctx context.Context, cl *kgo.Client, name string, p int
 			op.Records = append(op.Records, lin.Record{Offset: r.Offset, Value: string(r.Value)})
 		}
 		*pos = max(*pos, next)
+		op.Next = lin.Int64(*pos)
 	}
 	return hw, w.Rec.End(call, op)
 }

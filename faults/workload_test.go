@@ -150,17 +150,34 @@ func TestWorkloadTransactionsSurviveLostAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends, committedReads := 0, 0
+	open := map[string]bool{} // transactions without end_txn
 	for _, o := range h {
 		switch {
-		case o.Op == lin.OpEndTxn && o.Outcome == lin.OutcomeOK:
-			ends++
+		case o.Op == lin.OpProduce && o.Txn != "":
+			if _, seen := open[o.Txn]; !seen {
+				open[o.Txn] = true
+			}
+		case o.Op == lin.OpEndTxn:
+			open[o.Txn] = false
+			if o.Outcome == lin.OutcomeOK {
+				ends++
+			}
 		case o.Op == lin.OpFetch && o.Isolation == lin.ReadCommitted && len(o.Records) > 0:
 			committedReads++
 		}
 	}
-	t.Logf("%d transactions ended, %d read_committed fetches with records; %s", ends, committedReads, rep.Summary())
+	left := 0
+	for _, o := range open {
+		if o {
+			left++
+		}
+	}
+	t.Logf("%d transactions ended, %d left open, %d read_committed fetches with records; %s", ends, left, committedReads, rep.Summary())
 	if ends == 0 || committedReads == 0 || acked(h, "txn-producer-") == 0 {
 		t.Error("the transactional workload did not run")
+	}
+	if left == 0 {
+		t.Error("no transaction was left open for the coordinator to abort")
 	}
 	if !rep.Valid() {
 		t.Errorf("transactions through lost answers:\n%s", rep.Summary())

@@ -51,6 +51,8 @@ type histIndex struct {
 	// produced maps each produced value to its produce op.
 	produced map[string]int
 	txns     map[string]*txnState
+	// layouts holds what each partition's fetches show of its log.
+	layouts map[TP]*layout
 }
 
 func index(h []Op) (*histIndex, error) {
@@ -117,6 +119,10 @@ func index(h []Op) (*histIndex, error) {
 		return ix.tps[i].Partition < ix.tps[j].Partition
 	})
 	sort.Slice(ix.groups, func(i, j int) bool { return ix.groups[i].String() < ix.groups[j].String() })
+	ix.layouts = make(map[TP]*layout, len(ix.tps))
+	for _, tp := range ix.tps {
+		ix.layouts[tp] = buildLayout(h, ix, ix.perTP[tp])
+	}
 	return ix, nil
 }
 
@@ -167,9 +173,13 @@ type binding struct {
 
 // checkDirect runs every single-pass check, one topic-partition at a time.
 func checkDirect(h []Op, ix *histIndex, rp *reporter) {
+	views := map[string]*txnView{}
 	for _, tp := range ix.tps {
 		checkPartition(h, ix, tp, ix.perTP[tp], rp)
+		checkSkips(h, ix, tp, ix.perTP[tp], ix.layouts[tp], views, rp)
+		checkMarkers(h, ix, tp, ix.perTP[tp], ix.layouts[tp], rp)
 	}
+	checkVisibility(h, views, rp)
 	for _, g := range ix.groups {
 		checkCommits(h, g, ix.perGroup[g], rp)
 	}
@@ -307,13 +317,8 @@ func checkReadRecord(h []Op, ix *histIndex, tp TP, fetch int, r Record, acked ma
 
 // checkLost reports acknowledged, visible writes missing from reads. As in
 // Jepsen's Kafka checker, a write is lost when a later offset was read but
-// the write never was; it is also lost when a fetch that spanned its offset
-// skipped it (only checked for writes outside
-// transactions, which neither isolation level may hide). A fetch spans the
-// offsets from the one it asked for to the last one it returned.
+// the write never was. A write a fetch passed over is checkSkips' finding.
 func checkLost(h []Op, ix *histIndex, key string, ops []int, read map[string]bool, maxRead int64, rp *reporter) {
-	var plain []int64 // acknowledged non-transactional offsets, sorted
-	valueAt := map[int64]int{}
 	for _, i := range ops {
 		o := &h[i]
 		if o.Op != OpProduce || o.Outcome != OutcomeOK || !ix.mustBeVisible(o) {
@@ -324,39 +329,9 @@ func checkLost(h []Op, ix *histIndex, key string, ops []int, read map[string]boo
 		case !read[o.Value] && off < maxRead:
 			rp.add(Anomaly{Kind: KindLostWrite, Key: key, Ops: []int{i},
 				Detail: fmt.Sprintf("%q acknowledged at offset %d never read, though offset %d was", o.Value, off, maxRead)})
-			continue
 		case !read[o.Value]:
 			rp.add(Anomaly{Kind: KindUnseen, Key: key, Ops: []int{i},
 				Detail: fmt.Sprintf("%q acknowledged at offset %d never read", o.Value, off)})
-			continue
-		}
-		if o.Txn == "" {
-			plain = append(plain, off)
-			valueAt[off] = i
-		}
-	}
-	sort.Slice(plain, func(a, b int) bool { return plain[a] < plain[b] })
-	skipped := map[int64]bool{}
-	for _, i := range ops {
-		f := &h[i]
-		if f.Op != OpFetch || f.Outcome != OutcomeOK || len(f.Records) == 0 {
-			continue
-		}
-		lo, hi := *f.From, f.Records[len(f.Records)-1].Offset
-		k := sort.Search(len(plain), func(x int) bool { return plain[x] >= lo })
-		r := 0
-		for ; k < len(plain) && plain[k] < hi; k++ {
-			off := plain[k]
-			for r < len(f.Records) && f.Records[r].Offset < off {
-				r++
-			}
-			if r < len(f.Records) && f.Records[r].Offset == off || skipped[off] {
-				continue
-			}
-			skipped[off] = true
-			pi := valueAt[off]
-			rp.add(Anomaly{Kind: KindLostWrite, Key: key, Ops: []int{pi, i},
-				Detail: fmt.Sprintf("fetch returned offsets %d..%d but skipped %q acknowledged at %d", lo, hi, h[pi].Value, off)})
 		}
 	}
 }

@@ -14,11 +14,16 @@
 //
 // Check runs two kinds of checks. Direct checks (lost write, duplicate,
 // inconsistent offset, wrong read, non-monotonic fetch, committed offset going
-// backwards, aborted read, read of an open transaction, unseen write) are
-// single passes over the history and scale to millions of operations.
+// backwards, aborted read, read of an open transaction, a transaction read
+// both committed and aborted, a marker no transaction explains, unseen
+// write) are single passes over the history and scale to millions of
+// operations. Transaction markers are read off the fetches (txn.go), so
+// the repeated markers and coordinator-initiated aborts Apache Kafka
+// shows are accepted and checked directly, not searched for.
 // Linearizability is checked with porcupine one topic-partition (and one
 // group-partition for committed offsets) at a time, with a compact model
-// state (next offset, running hash); operations with an "unknown" outcome may
-// or may not have taken effect. The porcupine check is bounded by a timeout,
-// and a check that times out reports Unknown, never valid.
+// state (next offset, running hash) and markers at the offsets the fetches
+// show; operations with an "unknown" outcome may or may not have taken
+// effect. The porcupine check is bounded by a timeout, and a check that
+// times out reports Unknown, never valid.
 package linearizability

@@ -51,6 +51,16 @@ type genShell struct {
 	// txnParts lists the partitions an end_txn marks.
 	txnParts []int32
 	full     bool
+	// markers is how many copies of its marker an end_txn writes per
+	// partition (a coordinator recovering in PrepareCommit or
+	// PrepareAbort writes them again, KAFKA-19999).
+	markers int
+	// hidden leaves the operation out of the history: an end_txn that
+	// is the coordinator's own abort (the client was replaced).
+	hidden bool
+	// abortInstead applies an end_txn as an abort: the coordinator
+	// aborted on timeout and the client's commit failed.
+	abortInstead bool
 }
 
 // generate simulates a single-node Kafka log with concurrent clients and
@@ -59,6 +69,9 @@ type genShell struct {
 // order of those points.
 func generate(c genConfig) []Op {
 	rng := rand.New(rand.NewPCG(c.seed, c.seed^0x5eed))
+	// trng draws the transactional variations, so that rng's stream, and
+	// the histories tests plant anomalies in, stay as they were.
+	trng := rand.New(rand.NewPCG(c.seed, 0x7e4))
 	var shells []*genShell
 	valueN := 0
 	for cl := 0; cl < c.clients; cl++ {
@@ -95,6 +108,13 @@ func generate(c genConfig) []Op {
 					add(Op{Op: OpProduce, Topic: "t", Partition: p, Value: fmt.Sprintf("v%d", valueN), Txn: txn})
 				}
 				e := add(Op{Op: OpEndTxn, Txn: txn, Commit: Bool(rng.IntN(4) != 0)})
+				e.markers = 1 + trng.IntN(3)/2
+				switch trng.IntN(8) {
+				case 0:
+					e.hidden, *e.op.Commit = true, false
+				case 1:
+					e.abortInstead, *e.op.Commit, e.op.Outcome = true, true, OutcomeUnknown
+				}
 				for p := range parts {
 					e.txnParts = append(e.txnParts, p)
 				}
@@ -163,10 +183,12 @@ func generate(c genConfig) []Op {
 			for _, p := range s.txnParts {
 				part := parts[p]
 				delete(part.open, o.Txn)
-				if !*o.Commit {
+				if !*o.Commit || s.abortInstead {
 					part.aborted[o.Txn] = true
 				}
-				part.log = append(part.log, genEntry{txn: o.Txn, control: true})
+				for range s.markers {
+					part.log = append(part.log, genEntry{txn: o.Txn, control: true})
+				}
 			}
 		case OpFetch:
 			from := pos[s.client][o.Partition]
@@ -191,6 +213,11 @@ func generate(c genConfig) []Op {
 			if !s.full {
 				pos[s.client][o.Partition] = next
 			}
+			if s.client%3 != 0 {
+				// Some clients record where they continue, as the
+				// fault suite's do.
+				o.Next = Int64(next)
+			}
 			o.HighWatermark = Int64(int64(len(part.log)))
 		case OpListOffsets:
 			if o.Kind == KindEarliest {
@@ -212,9 +239,11 @@ func generate(c genConfig) []Op {
 		}
 	}
 	sort.SliceStable(shells, func(i, j int) bool { return shells[i].op.CallNs < shells[j].op.CallNs })
-	h := make([]Op, len(shells))
-	for i, s := range shells {
-		h[i] = s.op
+	h := make([]Op, 0, len(shells))
+	for _, s := range shells {
+		if !s.hidden {
+			h = append(h, s.op)
+		}
 	}
 	return h
 }

@@ -78,6 +78,11 @@ type Op struct {
 	Isolation     string   `json:"isolation,omitempty"`
 	Records       []Record `json:"records,omitempty"`
 	HighWatermark *int64   `json:"high_watermark,omitempty"`
+	// Next is where a fetch's client continues: one past the last batch
+	// it returned, control batches (transaction markers) and, under
+	// read_committed, aborted batches included. Optional; with it the
+	// checker knows every offset in [From, Next) was passed over.
+	Next *int64 `json:"next,omitempty"`
 	// Kind is "earliest" or "latest" for list_offsets.
 	Kind  string `json:"kind,omitempty"`
 	Group string `json:"group,omitempty"`
@@ -141,6 +146,14 @@ func (o *Op) Validate() error {
 		case "", ReadUncommitted, ReadCommitted:
 		default:
 			return fmt.Errorf("%w: isolation %q", ErrMalformed, o.Isolation)
+		}
+		if o.Next != nil {
+			if *o.Next < *o.From {
+				return fmt.Errorf("%w: fetch next %d below from %d", ErrMalformed, *o.Next, *o.From)
+			}
+			if n := len(o.Records); n > 0 && o.Records[n-1].Offset >= *o.Next {
+				return fmt.Errorf("%w: fetch returned offset %d at or past its next %d", ErrMalformed, o.Records[n-1].Offset, *o.Next)
+			}
 		}
 	case OpListOffsets:
 		if o.Kind != KindEarliest && o.Kind != KindLatest {

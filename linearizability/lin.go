@@ -20,33 +20,21 @@ import (
 //
 // Offsets are dense: an acknowledged produce must land exactly at the next
 // offset, and a fetch's high watermark or list_offsets latest must equal it.
-// Transaction markers take offsets the history does not show, so each
-// transaction that wrote (or tried to write) to a partition contributes one
-// marker step there, which may happen at any time after its end_txn was
-// sent, or not at all within the history: as in Kafka's
-// TransactionCoordinator, markers are written after EndTxn is answered.
-// Unless the transaction's end_txn is an acknowledged commit, the marker may
-// also be an abort the coordinator wrote on its own any time after the
-// transaction's first produce there: on timeout
-// (TransactionCoordinator.abortTimedOutTransactions) or when a new producer
-// with the same transactional.id fences it (KIP-360). A marker is certain
-// once the client's next transaction has an acknowledged produce, which the
-// coordinator allows only after the markers are written.
-//
-// A transaction with an end_txn whose markers are not known complete may
-// have its marker step write the marker twice (two offsets): a broker
-// killed just after EndTxn may write it again on recovery, which Kafka's
-// ProducerAppendInfo accepts (a marker for an epoch whose transaction
-// already ended, KAFKA-19999). Both copies are placed at the one step. A
-// certain marker (the client's next transaction was acknowledged) is
-// written once: the coordinator completes the transaction, and lets the
-// next one write, only after its markers, duplicates included, are in.
-// Allowing a second copy there too makes porcupine's search blow up on
-// long histories.
+// Transaction markers take offsets the history does not name; the direct
+// checks read them off the fetches (txn.go's layout), and each offset a
+// fetch passed over without a data record becomes a fill step at that
+// fixed offset, placed between the last produce called below it and the
+// first operation that proves it existed. In a partition with
+// transactions, offsets below the known end that nothing shows are filled
+// the same way (a marker or a record nobody read: either takes the
+// offset). Fixed offsets keep the state deterministic, where a marker step
+// of free offset and time per transaction would make the search grow with
+// every transaction left undecided. Which transaction wrote a marker, and
+// when it may have, is the direct check's (checkMarkers).
 
 const (
 	stepProduce = iota
-	stepMarker
+	stepFill
 	stepFetch
 	stepLatest
 	stepEarliest
@@ -70,8 +58,6 @@ type step struct {
 	// values hash to fullHash.
 	full     bool
 	fullHash uint64
-	// again lets a marker step write its marker twice (two offsets).
-	again bool
 }
 
 type logState struct {
@@ -106,15 +92,11 @@ func stepLog(s logState, in *step) []interface{} {
 			return nil
 		}
 		return []interface{}{logState{off + 1, mix(s.hash, in.value)}}
-	case stepMarker:
-		next := []interface{}{logState{s.next + 1, s.hash}}
-		if in.again {
-			next = append(next, logState{s.next + 2, s.hash})
+	case stepFill:
+		if in.offset != s.next {
+			return nil
 		}
-		if in.maybe {
-			next = append(next, s)
-		}
-		return next
+		return []interface{}{logState{s.next + 1, s.hash}}
 	case stepFetch, stepLatest:
 		if in.offset != s.next || (in.full && in.fullHash != s.hash) {
 			return nil
@@ -179,8 +161,8 @@ var model = porcupine.NondeterministicModel{
 			maybe = "?"
 		}
 		switch in.kind {
-		case stepMarker:
-			return "txn marker?"
+		case stepFill:
+			return fmt.Sprintf("marker or unread record at %d", in.offset)
 		case stepProduce:
 			if in.offset < 0 {
 				return fmt.Sprintf("produce%s(%s)", maybe, in.value)
@@ -214,10 +196,11 @@ var model = porcupine.NondeterministicModel{
 // porcupine themselves (visualization of a stored partition).
 func Model() porcupine.Model { return model.ToModel() }
 
-// partitionHistory converts the operations of one topic-partition or
-// group-partition into porcupine operations. Operations of unknown outcome
-// return at end (after every other operation).
-func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.Operation {
+// partitionHistory converts the operations of one topic-partition (with its
+// layout l) or group-partition (l nil) into porcupine operations.
+// Operations of unknown outcome return at end (after every other
+// operation).
+func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Operation {
 	clients := map[string]int{}
 	clientID := func(c string) int {
 		id, ok := clients[c]
@@ -228,23 +211,8 @@ func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.O
 		return id
 	}
 	readOffset := map[string]int64{}
-	// firstHere is, per transaction writing here, its first produce's call
-	// in this partition, in first-seen order in txns.
-	firstHere := map[string]int64{}
-	var txns []string
-	okHere := map[string]bool{}
 	for _, i := range ops {
 		o := &h[i]
-		if o.Op == OpProduce && o.Txn != "" {
-			okHere[o.Txn] = okHere[o.Txn] || o.Outcome == OutcomeOK
-			at, seen := firstHere[o.Txn]
-			if !seen {
-				txns = append(txns, o.Txn)
-			}
-			if !seen || o.CallNs < at {
-				firstHere[o.Txn] = o.CallNs
-			}
-		}
 		if o.Op == OpFetch && o.Outcome == OutcomeOK {
 			for _, r := range o.Records {
 				if _, ok := readOffset[r.Value]; !ok {
@@ -280,7 +248,7 @@ func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.O
 				continue
 			}
 			in.kind, in.offset = stepFetch, *o.HighWatermark
-			if len(txns) == 0 && *o.From == 0 && int64(len(o.Records)) == in.offset {
+			if l != nil && !l.hasTxn && *o.From == 0 && int64(len(o.Records)) == in.offset {
 				in.full = true
 				var hs uint64
 				for k, r := range o.Records {
@@ -315,24 +283,22 @@ func partitionHistory(h []Op, ix *histIndex, ops []int, end int64) []porcupine.O
 		}
 		out = append(out, porcupine.Operation{ClientId: clientID(o.Client), Input: in, Call: o.CallNs, Return: ret})
 	}
-	for _, name := range txns {
-		// A marker is certain, and due by markersBy, when the transaction
-		// ended with an acknowledged end_txn, wrote here, and its client
-		// later began another transaction.
-		t, in, ret := ix.txns[name], &step{kind: stepMarker, value: name, offset: -1, maybe: true}, end
-		if t.endOK && okHere[name] && t.markersBy >= 0 {
-			in.maybe, ret = false, t.markersBy
-		}
-		// Only an acknowledged commit rules out a coordinator's abort
-		// before end_txn was sent.
-		call := firstHere[name]
-		if t.commitOp >= 0 && t.endCall >= 0 {
-			call = t.endCall
-		}
-		// A duplicate follows an end_txn; see the model's comment for
-		// why certain markers are written once.
-		in.again = t.endCall >= 0 && in.maybe
-		out = append(out, porcupine.Operation{ClientId: clientID("txn-coordinator"), Input: in, Call: call, Return: ret})
+	if l == nil {
+		return out
+	}
+	fill := func(off int64) {
+		// The entry at off was appended after every produce below it
+		// was called, and before the first operation proving it existed
+		// returned.
+		call, ret := l.appendedAfter(off), min(l.existedBy(off), end)
+		call = min(max(call, 0), ret)
+		out = append(out, porcupine.Operation{ClientId: clientID("log"), Input: &step{kind: stepFill, offset: off}, Call: call, Return: ret})
+	}
+	for _, g := range l.gaps {
+		fill(g.offset)
+	}
+	for _, off := range l.holes {
+		fill(off)
 	}
 	return out
 }
@@ -353,10 +319,10 @@ func checkLinearizable(h []Op, ix *histIndex, timeout time.Duration, rp *reporte
 	}
 	var jobs []linJob
 	for _, tp := range ix.tps {
-		jobs = append(jobs, linJob{tp.String(), partitionHistory(h, ix, ix.perTP[tp], end)})
+		jobs = append(jobs, linJob{tp.String(), partitionHistory(h, ix.layouts[tp], ix.perTP[tp], end)})
 	}
 	for _, g := range ix.groups {
-		jobs = append(jobs, linJob{g.String(), partitionHistory(h, ix, ix.perGroup[g], end)})
+		jobs = append(jobs, linJob{g.String(), partitionHistory(h, nil, ix.perGroup[g], end)})
 	}
 	results := make([]porcupine.CheckResult, len(jobs))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -412,9 +378,10 @@ func Visualize(h []Op, key string, timeout time.Duration, w io.Writer) error {
 		}
 	}
 	var ops []int
+	var l *layout
 	for _, tp := range ix.tps {
 		if tp.String() == key {
-			ops = ix.perTP[tp]
+			ops, l = ix.perTP[tp], ix.layouts[tp]
 		}
 	}
 	for _, g := range ix.groups {
@@ -434,6 +401,6 @@ func Visualize(h []Op, key string, timeout time.Duration, w io.Writer) error {
 		return fmt.Errorf("no partition %q in history (have %v)", key, keys)
 	}
 	m := model.ToModel()
-	_, info := porcupine.CheckOperationsVerbose(m, partitionHistory(h, ix, ops, end), timeout)
+	_, info := porcupine.CheckOperationsVerbose(m, partitionHistory(h, l, ops, end), timeout)
 	return porcupine.Visualize(m, info, w)
 }
