@@ -151,13 +151,17 @@ func (c *Coordinator) consumerGroupDescribe(r Request, req *kmsg.ConsumerGroupDe
 			}
 			for _, mid := range sortedKeys(g.members) {
 				m := g.members[mid]
+				memberType := int8(1) // consumer protocol (KIP-1099)
+				if m.classic != nil {
+					memberType = 0 // classic protocol
+				}
 				out.Members = append(out.Members, kmsg.ConsumerGroupDescribeResponseGroupMember{
 					MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
 					ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopics: nonNilStrings(m.topics),
 					SubscribedTopicRegex: m.regex,
 					Assignment:           c.describeAssignment(m.assigned),
 					TargetAssignment:     c.describeAssignment(g.target[m.id]),
-					MemberType:           1, // consumer protocol (KIP-1099)
+					MemberType:           memberType,
 				})
 			}
 		}

@@ -40,6 +40,19 @@ func (a assignment) has(id [16]byte, p int32) bool {
 
 func (a assignment) add(id [16]byte, p int32) { a[id] = append(a[id], p) }
 
+func (a assignment) remove(id [16]byte, p int32) {
+	ps := a[id]
+	for i, q := range ps {
+		if q == p {
+			a[id] = append(ps[:i:i], ps[i+1:]...)
+			break
+		}
+	}
+	if len(a[id]) == 0 {
+		delete(a, id)
+	}
+}
+
 func (a assignment) sortAll() {
 	for id, ps := range a {
 		if len(ps) == 0 {
@@ -96,6 +109,9 @@ type assignSpec struct {
 	members []string              // sorted member ids
 	subs    map[string][]Topic    // member → subscribed topics that exist, sorted by name
 	current map[string]assignment // the previous target assignment, for stickiness
+	// instances maps the static members (KIP-345) to their
+	// group.instance.id.
+	instances map[string]string
 }
 
 // assignUniform is the KIP-848 "uniform" assignor: every partition of the
@@ -186,20 +202,79 @@ func assignUniform(s assignSpec) map[string]assignment {
 		}
 		take(best, e.t.ID, e.p)
 	}
+	rebalanceUniform(s, out, load)
 	for _, a := range out {
 		a.sortAll()
 	}
 	return out
 }
 
-// assignRange is the KIP-848 "range" assignor: for each topic, its
-// subscribed members in member-id order receive contiguous ranges, the first
-// partitions%members members one extra partition.
+// rebalanceUniform moves partitions from the most to the least loaded
+// member while their counts differ by two or more, when every member has
+// the same subscription: the sticky pass lets each member keep up to the
+// rounded-up quota, which can leave a newcomer short, where Kafka's
+// UniformHomogeneousAssignmentBuilder gives the rounded-up quota only to
+// partitions%members of them. Each move lowers the sum of squared loads, so
+// the loop ends.
+func rebalanceUniform(s assignSpec, out map[string]assignment, load map[string]int) {
+	for _, m := range s.members {
+		if !sameTopics(s.subs[m], s.subs[s.members[0]]) {
+			return
+		}
+	}
+	subscribed := func(m string, id [16]byte) bool {
+		for _, t := range s.subs[m] {
+			if t.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	byLoad := append([]string(nil), s.members...)
+	for {
+		sort.SliceStable(byLoad, func(i, j int) bool { return load[byLoad[i]] > load[byLoad[j]] })
+		moved := false
+		for i := 0; i < len(byLoad) && !moved; i++ {
+			from := byLoad[i]
+			for j := len(byLoad) - 1; j > i && !moved; j-- {
+				to := byLoad[j]
+				if load[from]-load[to] < 2 {
+					continue
+				}
+				for _, tp := range out[from].topicPartitions() {
+					if !subscribed(to, tp.TopicID) || len(tp.Partitions) == 0 {
+						continue
+					}
+					sort.Slice(tp.Partitions, func(a, b int) bool { return tp.Partitions[a] < tp.Partitions[b] })
+					p := tp.Partitions[len(tp.Partitions)-1]
+					out[from].remove(tp.TopicID, p)
+					out[to].add(tp.TopicID, p)
+					load[from]--
+					load[to]++
+					moved = true
+					break
+				}
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// assignRange is the KIP-848 "range" assignor, as Kafka's server-side
+// RangeAssignor since KAFKA-16944 (3.9): for each topic, its subscribed
+// members receive contiguous ranges in order, the first partitions%members
+// members one extra partition; with the same subscriptions and partition
+// counts the ranges are co-partitioned. It is not sticky: the target is
+// recomputed from the member order, which puts static members first by
+// group.instance.id and then the others by member id, so a static member
+// that rejoins under a new member id keeps its ranges.
 func assignRange(s assignSpec) map[string]assignment {
 	out := make(map[string]assignment, len(s.members))
 	byTopic := map[string][]string{}
 	topics := map[string]Topic{}
-	for _, m := range s.members {
+	for _, m := range rangeOrder(s) {
 		out[m] = assignment{}
 		for _, t := range s.subs[m] {
 			byTopic[t.Name] = append(byTopic[t.Name], m)
@@ -226,4 +301,35 @@ func assignRange(s assignSpec) map[string]assignment {
 		a.sortAll()
 	}
 	return out
+}
+
+// rangeOrder is Kafka's RangeAssignor.sortMemberIds: static members by
+// instance id, then dynamic members by member id.
+func rangeOrder(s assignSpec) []string {
+	out := append([]string(nil), s.members...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ii, iStatic := s.instances[out[i]]
+		ij, jStatic := s.instances[out[j]]
+		switch {
+		case iStatic && jStatic:
+			return ii < ij
+		case iStatic != jStatic:
+			return iStatic
+		default:
+			return out[i] < out[j]
+		}
+	})
+	return out
+}
+
+func sameTopics(a, b []Topic) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID {
+			return false
+		}
+	}
+	return true
 }

@@ -106,3 +106,76 @@ func TestAssignRange(t *testing.T) {
 		t.Errorf("range = %s", got)
 	}
 }
+
+// TestAssignRangeNotSticky follows Kafka's RangeAssignorTest
+// testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics:
+// Kafka 4.x's server-side range assignor recomputes the ranges from the
+// member order (KAFKA-16944) instead of keeping previous partitions, so a
+// member that sorts first takes the first range of every topic even from
+// an existing member, and the topics stay co-partitioned.
+func TestAssignRangeNotSticky(t *testing.T) {
+	topics := []Topic{{Name: "a", ID: topicID("a"), Partitions: 3}, {Name: "b", ID: topicID("b"), Partitions: 3}}
+	s := spec(topics, map[string][]string{"mA": {"a", "b"}, "mB": {"a", "b"}}, nil)
+	out := assignRange(s)
+	s2 := spec(topics, map[string][]string{"mA": {"a", "b"}, "mB": {"a", "b"}, "m0": {"a", "b"}}, out)
+	out2 := assignRange(s2)
+	checkComplete(t, s2, out2)
+	for m, want := range map[string]string{"m0": "[0] [0]", "mA": "[1] [1]", "mB": "[2] [2]"} {
+		if got := fmt.Sprint(out2[m][topicID("a")], out2[m][topicID("b")]); got != want {
+			t.Errorf("%s = %s, want %s", m, got, want)
+		}
+	}
+}
+
+// TestAssignRangeStaticMembers follows Kafka's RangeAssignorTest
+// testMixedStaticMembership: static members come first by instance id, so a
+// static member replaced by a new member id keeps its range, and so do the
+// others.
+func TestAssignRangeStaticMembers(t *testing.T) {
+	topics := []Topic{{Name: "a", ID: topicID("a"), Partitions: 5}}
+	s := spec(topics, map[string][]string{"memberA": {"a"}, "memberB": {"a"}, "memberC": {"a"}}, nil)
+	s.instances = map[string]string{"memberA": "instanceA", "memberC": "instanceC"}
+	out := assignRange(s)
+	checkComplete(t, s, out)
+	// instanceA, instanceC, then the dynamic memberB.
+	for m, want := range map[string]string{"memberA": "[0 1]", "memberC": "[2 3]", "memberB": "[4]"} {
+		if got := fmt.Sprint(out[m][topicID("a")]); got != want {
+			t.Errorf("%s = %s, want %s", m, got, want)
+		}
+	}
+	s2 := spec(topics, map[string][]string{"memberA1": {"a"}, "memberB": {"a"}, "memberC": {"a"}}, out)
+	s2.instances = map[string]string{"memberA1": "instanceA", "memberC": "instanceC"}
+	out2 := assignRange(s2)
+	for old, now := range map[string]string{"memberA": "memberA1", "memberB": "memberB", "memberC": "memberC"} {
+		if !out[old].equal(out2[now]) {
+			t.Errorf("%s had %v, %s now has %v", old, out[old], now, out2[now])
+		}
+	}
+}
+
+// TestAssignUniformNewcomerGetsShare: with the same subscription, a member
+// joining two members that each hold two of four partitions takes one of
+// them, as Kafka's UniformHomogeneousAssignmentBuilder gives the rounded-up
+// quota only to partitions%members members; the others keep what they can.
+func TestAssignUniformNewcomerGetsShare(t *testing.T) {
+	topics := []Topic{{Name: "t", ID: topicID("t"), Partitions: 4}}
+	prev := map[string]assignment{"a": {topicID("t"): {0, 1}}, "b": {topicID("t"): {2, 3}}}
+	s := spec(topics, map[string][]string{"a": {"t"}, "b": {"t"}, "c": {"t"}}, prev)
+	out := assignUniform(s)
+	checkComplete(t, s, out)
+	if n := out["c"].count(); n != 1 {
+		t.Fatalf("newcomer has %d partitions: %v", n, out)
+	}
+	for _, m := range []string{"a", "b"} {
+		if n := out[m].count(); n < 1 || n > 2 {
+			t.Errorf("%s has %d partitions", m, n)
+		}
+		for id, ps := range out[m] {
+			for _, p := range ps {
+				if !prev[m].has(id, p) {
+					t.Errorf("%s was given %d, which it did not own", m, p)
+				}
+			}
+		}
+	}
+}

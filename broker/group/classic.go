@@ -215,9 +215,9 @@ func (c *Coordinator) joinGroup(r Request, req *kmsg.JoinGroupRequest) {
 	}
 	if cg := c.consumer[req.Group]; cg != nil {
 		if len(cg.members) > 0 {
-			// Kafka converts a consumer group to a classic one only through
-			// its online migration, which Cascade does not implement.
-			fail(kerr.InconsistentGroupProtocol)
+			// KIP-848 online migration: the consumer group serves the
+			// classic member.
+			c.classicJoinToConsumer(r, req, cg, rebalance)
 			return
 		}
 		c.deleteConsumerGroup(cg)
@@ -732,6 +732,10 @@ func (c *Coordinator) syncGroup(r Request, req *kmsg.SyncGroupRequest) {
 		resp.ErrorCode = err.Code
 		c.reply(r.ID, resp)
 	}
+	if cg := c.consumer[req.Group]; cg != nil {
+		c.classicSyncToConsumer(r, req, cg)
+		return
+	}
 	g := c.classic[req.Group]
 	if g == nil {
 		fail(kerr.UnknownMemberID)
@@ -800,6 +804,10 @@ func (c *Coordinator) syncResponse(g *classicGroup, m *classicMember, version in
 }
 
 func (c *Coordinator) heartbeat(r Request, req *kmsg.HeartbeatRequest) {
+	if cg := c.consumer[req.Group]; cg != nil {
+		c.classicHeartbeatToConsumer(r, req, cg)
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	defer c.reply(r.ID, resp)
 	g := c.classic[req.Group]
@@ -831,6 +839,10 @@ func (c *Coordinator) heartbeat(r Request, req *kmsg.HeartbeatRequest) {
 }
 
 func (c *Coordinator) leaveGroup(r Request, req *kmsg.LeaveGroupRequest) {
+	if cg := c.consumer[req.Group]; cg != nil {
+		c.classicLeaveToConsumer(r, req, cg)
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	defer c.reply(r.ID, resp)
 	g := c.classic[req.Group]

@@ -39,6 +39,16 @@ type consumerMember struct {
 	state            int8
 	assigned         assignment
 	revoking         assignment
+	// classic is set while the member uses the classic protocol in this
+	// consumer group (KIP-848 online migration).
+	classic *classicMeta
+}
+
+// classicMeta is what a consumer group keeps of a classic member: Kafka's
+// ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.
+type classicMeta struct {
+	sessionTimeout int32
+	protocols      []protocol
 }
 
 // consumerGroup mirrors Kafka's ConsumerGroup (KIP-848).
@@ -154,6 +164,7 @@ func (c *Coordinator) storeMember(g *consumerGroup, m *consumerMember) {
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupMemberMetadata, g.id, m.id), EncodeConsumerMemberValue(ConsumerMemberValue{
 		InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID, ClientHost: m.clientHost,
 		SubscribedTopics: nonNilStrings(m.topics), SubscribedRegex: m.regex, RebalanceTimeoutMs: m.rebalanceTimeout, ServerAssignor: m.assignor,
+		Classic: m.classic.record(),
 	}))
 }
 
@@ -174,12 +185,15 @@ func (c *Coordinator) storeCurrent(g *consumerGroup, m *consumerMember) {
 // computeTarget runs the server-side assignor and stores the new target
 // assignment (Kafka's TargetAssignmentBuilder).
 func (c *Coordinator) computeTarget(g *consumerGroup) {
-	spec := assignSpec{subs: map[string][]Topic{}, current: g.target}
+	spec := assignSpec{subs: map[string][]Topic{}, current: g.target, instances: map[string]string{}}
 	name := ""
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
 		spec.members = append(spec.members, id)
 		spec.subs[id] = c.memberTopics(m)
+		if m.instanceID != nil {
+			spec.instances[id] = *m.instanceID
+		}
 		if name == "" && m.assignor != nil {
 			name = *m.assignor
 		}
@@ -301,9 +315,16 @@ func (c *Coordinator) nextAssignment(g *consumerGroup, m *consumerMember, epoch 
 	m.revoking.sortAll()
 }
 
+// scheduleConsumerSession (re)arms m's session timeout: the broker's
+// group.consumer.session.timeout.ms, or for a classic member the session
+// timeout of its JoinGroup.
 func (c *Coordinator) scheduleConsumerSession(g *consumerGroup, m *consumerMember) {
 	gid, mid := g.id, m.id
-	c.schedule(sessionKey(gid, mid), c.cfg.ConsumerSessionTimeout, func() { c.fenceConsumerMember(gid, mid) })
+	d := c.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		d = ms(m.classic.sessionTimeout)
+	}
+	c.schedule(sessionKey(gid, mid), d, func() { c.fenceConsumerMember(gid, mid) })
 }
 
 func (c *Coordinator) fenceConsumerMember(gid, mid string) {
@@ -311,19 +332,13 @@ func (c *Coordinator) fenceConsumerMember(gid, mid string) {
 	if g == nil || g.members[mid] == nil {
 		return
 	}
-	c.removeConsumerMember(g, g.members[mid])
+	c.fenceMember(g, g.members[mid])
 }
 
 // removeConsumerMember writes the member's tombstones and bumps the group
 // epoch so that the next heartbeat computes a new target assignment.
 func (c *Coordinator) removeConsumerMember(g *consumerGroup, m *consumerMember) {
-	c.cancel(sessionKey(g.id, m.id))
-	c.cancel(revokeKey(g.id, m.id))
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, m.id), nil)
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupTargetMember, g.id, m.id), nil)
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupMemberMetadata, g.id, m.id), nil)
-	delete(g.members, m.id)
-	delete(g.target, m.id)
+	c.dropConsumerMember(g, m)
 	c.bumpGroupEpoch(g)
 }
 
@@ -434,14 +449,19 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 	if g == nil {
 		if cl := c.classic[req.Group]; cl != nil {
 			if len(cl.members) > 0 || len(cl.pending) > 0 {
-				fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
-				return
-			}
-			if req.MemberEpoch == 0 {
+				var err *kerr.Error
+				var msg string
+				if g, err, msg = c.upgradeForHeartbeat(req, cl); err != nil {
+					fail(err, msg)
+					return
+				}
+			} else if req.MemberEpoch == 0 {
 				delete(c.classic, req.Group)
 				c.record(req.Group, encodeGroupKey(RecordGroupMetadata, req.Group), nil)
 			}
 		}
+	}
+	if g == nil {
 		if req.MemberEpoch != 0 {
 			fail(kerr.UnknownMemberID, fmt.Sprintf("Consumer group %s not found.", req.Group))
 			return
@@ -461,7 +481,9 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		existing := g.byInstance(*req.InstanceID)
 		switch {
 		case req.MemberEpoch == 0 && existing == nil:
-		case req.MemberEpoch == 0 && existing.epoch != staticLeaveEpoch && existing.id != memberID:
+		case req.MemberEpoch == 0 && existing.epoch != staticLeaveEpoch && existing.id != memberID && existing.classic == nil:
+			// Only a member of the consumer protocol must have left first;
+			// a classic incarnation is replaced at once (KIP-848 migration).
 			fail(kerr.UnreleasedInstanceID, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by member %s.", memberID, *req.InstanceID, existing.id))
 			return
 		case req.MemberEpoch == 0 && existing.id != memberID:
@@ -521,6 +543,11 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		m.assignor = req.ServerAssignor
 	}
 	m.clientID, m.clientHost = r.ClientID, r.ClientHost
+	// A classic member heartbeating with the consumer protocol now uses
+	// it (Kafka sets its ClassicMemberMetadata to null).
+	m.classic = nil
+	c.cancel(cgJoinKey(g.id, m.id))
+	c.cancel(cgSyncKey(g.id, m.id))
 	if req.SubscribedTopicNames != nil {
 		names := append([]string(nil), req.SubscribedTopicNames...)
 		sort.Strings(names)
@@ -539,7 +566,7 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 	}
 	if isNew || changedSub || !sameStrPtr(before.instanceID, m.instanceID) || !sameStrPtr(before.rackID, m.rackID) ||
 		before.rebalanceTimeout != m.rebalanceTimeout || !sameStrPtr(before.assignor, m.assignor) ||
-		before.clientID != m.clientID || before.clientHost != m.clientHost {
+		before.clientID != m.clientID || before.clientHost != m.clientHost || before.classic != nil {
 		c.storeMember(g, m)
 	}
 	if isNew || changedSub || g.fingerprint(c) != g.subMeta {
@@ -560,7 +587,7 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 			gid, mid := g.id, m.id
 			c.schedule(revokeKey(gid, mid), ms(m.rebalanceTimeout), func() {
 				if g := c.consumer[gid]; g != nil && g.members[mid] != nil && g.members[mid].state == memberUnrevoked {
-					c.removeConsumerMember(g, g.members[mid])
+					c.fenceMember(g, g.members[mid])
 				}
 			})
 		}
@@ -596,21 +623,25 @@ func (c *Coordinator) replaceStaticConsumer(g *consumerGroup, old *consumerMembe
 	m := newConsumerMember(newID)
 	m.instanceID, m.rackID, m.clientID, m.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
 	m.topics, m.regex, m.rebalanceTimeout, m.assignor = old.topics, old.regex, old.rebalanceTimeout, old.assignor
+	m.classic = old.classic
 	m.epoch, m.prevEpoch, m.state = old.prevEpoch, old.prevEpoch, memberStable
 	m.assigned, m.revoking = old.assigned.clone(), old.revoking.clone()
 	target, hasTarget := g.target[old.id]
-	c.cancel(sessionKey(g.id, old.id))
-	c.cancel(revokeKey(g.id, old.id))
+	c.cancelConsumerTimers(g.id, old.id)
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, old.id), nil)
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupTargetMember, g.id, old.id), nil)
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupMemberMetadata, g.id, old.id), nil)
 	delete(g.members, old.id)
 	delete(g.target, old.id)
 	g.members[newID] = m
+	// As Kafka's replaceMember: the new member's subscription, target and
+	// current assignment records follow the old member's tombstones.
+	c.storeMember(g, m)
 	if hasTarget {
 		g.target[newID] = target
 		c.record(g.id, encodeMemberKey(RecordConsumerGroupTargetMember, g.id, newID), EncodeTargetMemberValue(target.topicPartitions()))
 	}
+	c.storeCurrent(g, m)
 	return m
 }
 
@@ -637,7 +668,7 @@ func (c *Coordinator) consumerLeave(r Request, req *kmsg.ConsumerGroupHeartbeatR
 		m.setEpoch(staticLeaveEpoch)
 		c.storeCurrent(g, m)
 	} else {
-		c.removeConsumerMember(g, m)
+		c.fenceMember(g, m)
 	}
 	resp.MemberID = strp(req.MemberID)
 	resp.MemberEpoch = req.MemberEpoch

@@ -26,6 +26,7 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize           int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors; the first is the default
+	MigrationPolicy           string        // group.consumer.migration.policy (KIP-848 online migration)
 	// Rand generates member ids. Seed it to make a run replayable.
 	Rand *rand.Rand
 }
@@ -45,6 +46,7 @@ func DefaultConfig() Config {
 		ConsumerHeartbeatInterval: 5 * time.Second,
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{AssignorUniform, AssignorRange},
+		MigrationPolicy:           MigrationBidirectional,
 		Rand:                      rand.New(rand.NewSource(time.Now().UnixNano())),
 	}
 }
@@ -134,6 +136,9 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = d.Rand
+	}
+	if cfg.MigrationPolicy == "" {
+		cfg.MigrationPolicy = d.MigrationPolicy
 	}
 	if cfg.OffsetsRetentionCheck <= 0 {
 		cfg.OffsetsRetentionCheck = d.OffsetsRetentionCheck
@@ -362,8 +367,7 @@ func (c *Coordinator) Unload(partition int32) {
 	for id, g := range c.consumer {
 		if c.Partition(id) == partition {
 			for mid := range g.members {
-				c.cancel(sessionKey(id, mid))
-				c.cancel(revokeKey(id, mid))
+				c.cancelConsumerTimers(id, mid)
 			}
 			delete(c.consumer, id)
 		}

@@ -14,6 +14,13 @@
 // replays each partition's records with Replay, so offsets and groups survive
 // a restart.
 //
+// The classic and consumer protocols meet in online migration (KIP-848,
+// group.consumer.migration.policy, migration.go): a consumer protocol member
+// joining a classic group upgrades it, classic members of a consumer group
+// are served by its state machine, and the group downgrades when its last
+// consumer protocol member leaves. DeleteTopics tombstones every group's
+// offsets of deleted topics (deleted.go), as Kafka does on topic deletion.
+//
 // Requests and responses are franz-go kmsg messages: the coordinator speaks
 // the protocol itself, so Kafka error codes are produced here rather than at
 // the handler edge.

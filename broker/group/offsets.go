@@ -52,11 +52,17 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) *kerr.Error 
 		if m == nil {
 			return kerr.UnknownMemberID
 		}
+		// As Kafka's ConsumerGroup.validateOffsetCommit: a member of the
+		// consumer protocol commits with v9+; a classic member's stale
+		// generation is ILLEGAL_GENERATION.
+		if m.classic == nil && req.Version < 9 {
+			return kerr.UnsupportedVersion
+		}
 		if req.Generation != m.epoch {
-			if req.Version >= 9 {
-				return kerr.StaleMemberEpoch
+			if m.classic != nil {
+				return kerr.IllegalGeneration
 			}
-			return kerr.IllegalGeneration
+			return kerr.StaleMemberEpoch
 		}
 		return nil
 	}

@@ -88,9 +88,10 @@ type MemberMetadata struct {
 	Assignment       []byte
 }
 
-// ConsumerMemberValue is Kafka's ConsumerGroupMemberMetadataValue v0. The
-// tagged ClassicMemberMetadata field (used by mixed groups) is not written and
-// is skipped when read.
+// ConsumerMemberValue is Kafka's ConsumerGroupMemberMetadataValue v0.
+// Classic is its tagged field 0, ClassicMemberMetadata: set for a member
+// that uses the classic protocol in a consumer group (KIP-848 online
+// migration), nil (not written) for a consumer protocol member.
 type ConsumerMemberValue struct {
 	InstanceID         *string
 	RackID             *string
@@ -100,6 +101,20 @@ type ConsumerMemberValue struct {
 	SubscribedRegex    *string
 	RebalanceTimeoutMs int32
 	ServerAssignor     *string
+	Classic            *ClassicMemberMetadata
+}
+
+// ClassicMemberMetadata is the session timeout and JoinGroup protocols of a
+// classic member of a consumer group.
+type ClassicMemberMetadata struct {
+	SessionTimeoutMs   int32
+	SupportedProtocols []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol a classic member listed in its JoinGroup.
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
 }
 
 // TopicPartitions is one topic's partitions in a KIP-848 assignment record.
@@ -578,7 +593,26 @@ func EncodeConsumerMemberValue(v ConsumerMemberValue) []byte {
 	e.cnstr(v.SubscribedRegex)
 	e.i32(v.RebalanceTimeoutMs)
 	e.cnstr(v.ServerAssignor)
-	e.noTags()
+	if v.Classic == nil {
+		e.noTags()
+		return e.b
+	}
+	// Tag 0 holds the nullable struct: a presence byte, then the struct.
+	f := enc{}
+	f.i8(1)
+	f.i32(v.Classic.SessionTimeoutMs)
+	f.uv(uint64(len(v.Classic.SupportedProtocols)) + 1)
+	for _, p := range v.Classic.SupportedProtocols {
+		f.cstr(p.Name)
+		f.uv(uint64(len(p.Metadata)) + 1)
+		f.b = append(f.b, p.Metadata...)
+		f.noTags()
+	}
+	f.noTags()
+	e.uv(1)
+	e.uv(0)
+	e.uv(uint64(len(f.b)))
+	e.b = append(e.b, f.b...)
 	return e.b
 }
 
@@ -600,7 +634,37 @@ func DecodeConsumerMemberValue(b []byte) (ConsumerMemberValue, error) {
 	v.SubscribedRegex = d.cnstr()
 	v.RebalanceTimeoutMs = d.i32()
 	v.ServerAssignor = d.cnstr()
-	d.skipTags()
+	n = int(d.uv())
+	for i := 0; i < n && d.err == nil; i++ {
+		tag := d.uv()
+		size := d.uv()
+		if size > uint64(len(d.b)) {
+			d.fail("tag size")
+			break
+		}
+		body := d.need(int(size))
+		if tag != 0 {
+			continue
+		}
+		f := dec{b: body}
+		if f.i8() >= 0 {
+			cm := &ClassicMemberMetadata{SessionTimeoutMs: f.i32()}
+			np := f.count(f.clen(), 3)
+			for j := 0; j < np && f.err == nil; j++ {
+				p := ClassicProtocol{Name: f.cstr()}
+				if ml := f.clen(); ml >= 0 {
+					p.Metadata = append([]byte{}, f.need(ml)...)
+				}
+				f.skipTags()
+				cm.SupportedProtocols = append(cm.SupportedProtocols, p)
+			}
+			f.skipTags()
+			v.Classic = cm
+		}
+		if err := f.done(); err != nil && d.err == nil {
+			d.err = fmt.Errorf("ClassicMemberMetadata: %w", err)
+		}
+	}
 	return v, d.done()
 }
 

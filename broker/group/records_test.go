@@ -74,6 +74,18 @@ func TestRecordRoundTrip(t *testing.T) {
 	if got, err := DecodeConsumerMemberValue(EncodeConsumerMemberValue(cm)); err != nil || !reflect.DeepEqual(got, cm) {
 		t.Fatalf("member: %+v %v", got, err)
 	}
+	// A classic member's metadata (tagged field 0), byte for byte as Apache
+	// Kafka 4.4's generated ConsumerGroupMemberMetadataValue writes it.
+	classic := ConsumerMemberValue{ClientID: "c", ClientHost: "/h", SubscribedTopics: []string{"t"}, RebalanceTimeoutMs: 3000,
+		Classic: &ClassicMemberMetadata{SessionTimeoutMs: 10000, SupportedProtocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0, 1, 2}}}}}
+	const kafkaBytes = "000000000263032f680202740000000bb8000100120100002710020672616e6765040001020000"
+	if got := hex.EncodeToString(EncodeConsumerMemberValue(classic)); got != kafkaBytes {
+		t.Fatalf("classic member value\n got %s\nwant %s", got, kafkaBytes)
+	}
+	kb, _ := hex.DecodeString(kafkaBytes)
+	if got, err := DecodeConsumerMemberValue(kb); err != nil || !reflect.DeepEqual(got, classic) {
+		t.Fatalf("classic member: %+v %v", got, err)
+	}
 	ca := CurrentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2, Assigned: []TopicPartitions{{TopicID: [16]byte{9}, Partitions: []int32{1, 2}}}}
 	got, err := DecodeCurrentAssignmentValue(EncodeCurrentAssignmentValue(ca))
 	if err != nil || got.MemberEpoch != 4 || got.State != 2 || !reflect.DeepEqual(got.Assigned, ca.Assigned) || len(got.PendingRevocation) != 0 {
@@ -141,6 +153,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(EncodeGroupMetadataValue(GroupMetadataValue{ProtocolType: "consumer", Members: []MemberMetadata{{MemberID: "a"}}}))
 	f.Add(EncodeCurrentAssignmentValue(CurrentAssignmentValue{Assigned: []TopicPartitions{{Partitions: []int32{1}}}}))
 	f.Add(EncodeConsumerMemberValue(ConsumerMemberValue{SubscribedTopics: []string{"a"}}))
+	f.Add(EncodeConsumerMemberValue(ConsumerMemberValue{Classic: &ClassicMemberMetadata{SupportedProtocols: []ClassicProtocol{{Name: "r", Metadata: []byte{1}}}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeKey(b)
 		_, _ = DecodeOffsetCommitValue(b)

@@ -61,6 +61,7 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		m.topics = append([]string(nil), v.SubscribedTopics...)
 		sort.Strings(m.topics)
 		m.regex, m.rebalanceTimeout, m.assignor = v.SubscribedRegex, v.RebalanceTimeoutMs, v.ServerAssignor
+		m.classic = classicFromRecord(v.Classic)
 	case RecordConsumerGroupTargetMember:
 		g := c.consumer[k.Group]
 		if value == nil {
@@ -92,7 +93,7 @@ func (c *Coordinator) Replay(key, value []byte) error {
 func (c *Coordinator) replayOffset(k Key, value []byte) error {
 	t := tp{k.Topic, k.Partition}
 	if value == nil {
-		c.deleteOffset(k.Group, t)
+		c.removeOffset(k.Group, t)
 		return nil
 	}
 	v, err := DecodeOffsetCommitValue(value)

@@ -172,6 +172,46 @@ func optStr(kv map[string]string, k string) *string {
 	return nil
 }
 
+// consumerTopics parses "t:0,1+u:2".
+func consumerTopics(s string) []kmsg.ConsumerMemberAssignmentTopic {
+	var out []kmsg.ConsumerMemberAssignmentTopic
+	for _, tps := range strings.Split(s, "+") {
+		topic, parts, ok := strings.Cut(tps, ":")
+		if !ok {
+			continue
+		}
+		t := kmsg.ConsumerMemberAssignmentTopic{Topic: topic}
+		for _, p := range list(parts) {
+			t.Partitions = append(t.Partitions, int32(atoi(p, 0)))
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// formatAssignment shows consumer protocol assignment bytes as
+// assign(t[0 1]), and anything else quoted.
+func formatAssignment(b []byte) string {
+	var ca kmsg.ConsumerMemberAssignment
+	if len(b) > 2 && ca.ReadFrom(b) == nil && string(ca.AppendTo(nil)) == string(b) {
+		var parts []string
+		for _, t := range ca.Topics {
+			parts = append(parts, fmt.Sprintf("%s%v", t.Topic, t.Partitions))
+		}
+		return "assign(" + strings.Join(parts, " ") + ")"
+	}
+	return strconv.Quote(string(b))
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
 func list(s string) []string {
 	if s == "" {
 		return []string{}
@@ -210,6 +250,10 @@ func (h *harness) run(t *testing.T, line string) string {
 	switch words[0] {
 	case "config":
 		for k, v := range kv {
+			if k == "migration" {
+				h.cfg.MigrationPolicy = v
+				continue
+			}
 			d := time.Duration(atoi(v, 0)) * time.Millisecond
 			switch k {
 			case "initial-delay":
@@ -236,6 +280,19 @@ func (h *harness) run(t *testing.T, line string) string {
 		}
 		h.c.SetTopics(h.topics)
 		return "ok\n"
+	case "deletetopics":
+		var gone []Topic
+		keep := h.topics[:0]
+		for _, t := range h.topics {
+			if contains(pos, t.Name) {
+				gone = append(gone, t)
+			} else {
+				keep = append(keep, t)
+			}
+		}
+		h.topics = keep
+		h.c.SetTopics(h.topics)
+		h.c.DeleteTopics(h.now, gone)
 	case "tick":
 		h.now = h.now.Add(time.Duration(atoi(pos[0], 0)) * time.Millisecond)
 		h.c.Tick(h.now)
@@ -272,7 +329,17 @@ func (h *harness) run(t *testing.T, line string) string {
 			if name == "" {
 				continue
 			}
-			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: subscription(list(topics))})
+			meta := subscription(list(topics))
+			if v, ok := kv["owned"]; ok {
+				// owned=t:0,1+u:2 reports owned partitions (consumer
+				// protocol v1).
+				m := kmsg.ConsumerMemberMetadata{Version: 1, Topics: list(topics)}
+				for _, tp := range consumerTopics(v) {
+					m.OwnedPartitions = append(m.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: tp.Topic, Partitions: tp.Partitions})
+				}
+				meta = m.AppendTo(nil)
+			}
+			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: meta})
 		}
 		step(req)
 	case "sync":
@@ -285,6 +352,15 @@ func (h *harness) run(t *testing.T, line string) string {
 			m, v, ok := strings.Cut(a, ":")
 			if ok {
 				req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: []byte(v)})
+			}
+		}
+		// cassign=a-1@t:0,1+u:0;b-2@t:2 gives consumer protocol
+		// assignments.
+		for _, a := range strings.Split(kv["cassign"], ";") {
+			m, v, ok := strings.Cut(a, "@")
+			if ok {
+				ca := kmsg.ConsumerMemberAssignment{Topics: consumerTopics(v)}
+				req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: ca.AppendTo(nil)})
 			}
 		}
 		step(req)
@@ -464,7 +540,7 @@ func formatRecord(r Record) string {
 			v, err := DecodeGroupMetadataValue(r.Value)
 			var ms []string
 			for _, m := range v.Members {
-				ms = append(ms, fmt.Sprintf("%s(%s)=%q", m.MemberID, deref(m.GroupInstanceID), m.Assignment))
+				ms = append(ms, fmt.Sprintf("%s(%s)=%s", m.MemberID, deref(m.GroupInstanceID), formatAssignment(m.Assignment)))
 			}
 			val = fmt.Sprintf("type=%s gen=%d protocol=%s leader=%s members=[%s] err=%v", v.ProtocolType, v.Generation, deref(v.Protocol), deref(v.Leader), strings.Join(ms, " "), err)
 		}
@@ -481,6 +557,13 @@ func formatRecord(r Record) string {
 		if r.Value != nil {
 			v, err := DecodeConsumerMemberValue(r.Value)
 			val = fmt.Sprintf("sub=%v regex=%s assignor=%s instance=%s err=%v", v.SubscribedTopics, deref(v.SubscribedRegex), deref(v.ServerAssignor), deref(v.InstanceID), err)
+			if v.Classic != nil {
+				var ps []string
+				for _, p := range v.Classic.SupportedProtocols {
+					ps = append(ps, p.Name)
+				}
+				val = fmt.Sprintf("%v classic(session=%d protocols=%s)", val, v.Classic.SessionTimeoutMs, strings.Join(ps, ","))
+			}
 		}
 	case RecordConsumerGroupTargetMember:
 		key = "cg-target " + k.Group + "/" + k.Member
@@ -551,6 +634,9 @@ func formatValue(v reflect.Value, field string) string {
 				if err := m.ReadFrom(b); err == nil {
 					return "sub(" + strings.Join(m.Topics, ",") + ")"
 				}
+			}
+			if field == "MemberAssignment" {
+				return formatAssignment(b)
 			}
 			return strconv.Quote(string(b))
 		}

@@ -12,5 +12,8 @@ package handler
 //   - v9: SkipAssignment for a static leader rejoining a stable group (KIP-814)
 //
 // Older versions are kept for KafkaJS and old kafka-python clients. The
-// coordinator is broker/group (GroupMetadataManager's classic path).
+// coordinator is broker/group (GroupMetadataManager's classic path). In a
+// consumer group (KIP-848) the member is served by the consumer group's
+// state machine: SyncGroup returns its server-side assignment and Heartbeat
+// answers REBALANCE_IN_PROGRESS when it must rejoin.
 func init() { register(11, 0, 9, groupRequest) }

@@ -6,4 +6,8 @@ package handler
 //   - v3: InstanceID (KIP-345)
 //   - v4: flexible
 //   - v5: ProtocolType and Protocol, checked against the group's (KIP-559)
+//
+// A classic member of a consumer group (KIP-848 online migration) receives
+// the assignment the server-side assignor reconciled for it, encoded in the
+// consumer protocol version of its subscription.
 func init() { register(14, 0, 5, groupRequest) }

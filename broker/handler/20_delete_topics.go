@@ -95,7 +95,11 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 			reqs = append(reqs, metadata.DeleteTopic{ID: metadata.UUID(e.id)})
 		}
 	}
-	for _, res := range env.Meta.DeleteTopics(reqs) {
+	results := env.Meta.DeleteTopics(reqs)
+	if env.Groups != nil {
+		env.Groups.TopicsDeleted(ctx)
+	}
+	for _, res := range results {
 		e := deleteEntry{id: res.ID}
 		if res.Name != "" {
 			name := res.Name

@@ -113,6 +113,9 @@ func GroupConfig(env *Env) group.Config {
 	if len(bc.GroupConsumerAssignors) > 0 {
 		c.ConsumerAssignors = bc.GroupConsumerAssignors
 	}
+	if bc.GroupConsumerMigrationPolicy != "" {
+		c.MigrationPolicy = bc.GroupConsumerMigrationPolicy
+	}
 	return c
 }
 
@@ -256,12 +259,16 @@ func cutPort(addr string) (host, port string, ok bool) {
 }
 
 // syncTopics gives the state machine the current topics when the image
-// changed.
+// changed. A topic of the previous image that is gone, or whose name now
+// belongs to another topic id, was deleted: the state machine drops every
+// group's offsets of it, as Kafka's GroupCoordinatorService.onPartitionsDeleted
+// does when the metadata publisher sees the deletion.
 func (c *GroupCoordinator) syncTopics() {
 	img := c.env.Meta.Image()
 	if img == c.img {
 		return
 	}
+	prev := c.img
 	c.img = img
 	ts := img.Topics()
 	out := make([]group.Topic, 0, len(ts))
@@ -269,6 +276,47 @@ func (c *GroupCoordinator) syncTopics() {
 		out = append(out, group.Topic{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
 	}
 	c.m.SetTopics(out)
+	if prev == nil {
+		return
+	}
+	var deleted []group.Topic
+	for _, t := range prev.Topics() {
+		if now, ok := img.Topic(t.Name); !ok || now.ID != t.ID {
+			deleted = append(deleted, group.Topic{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		}
+	}
+	if len(deleted) > 0 {
+		c.m.DeleteTopics(c.env.now(), deleted)
+	}
+}
+
+// TopicsDeleted is called by DeleteTopics once deletions are in the
+// metadata image: the groups' offsets of the deleted topics are tombstoned
+// in __consumer_offsets before it returns, so a topic recreated at once
+// under the same name starts without them. Without a loaded coordinator
+// there are no offsets to delete.
+func (c *GroupCoordinator) TopicsDeleted(ctx context.Context) {
+	done := make(chan struct{})
+	fn := func() {
+		defer close(done)
+		if c.m == nil {
+			return
+		}
+		c.syncTopics()
+		c.process()
+	}
+	select {
+	case c.calls <- fn:
+	case <-c.stop:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-c.done:
+	}
 }
 
 // process appends what the state machine produced, one batch per
