@@ -21,6 +21,7 @@ import (
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/handler"
 	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/metrics"
 	"github.com/cascade-kafka/cascade/broker/partition"
@@ -76,6 +77,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// Named loggers whose levels BROKER_LOGGER resources change (KIP-412).
+	loggers := logging.Attach(cfg.Logger)
+	cfg.Logger = loggers.Logger(logging.RootLogger)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -104,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 	var err error
-	b.meta, err = metadata.Open(metadataDir(bc), metadata.Options{Broker: bc, Logger: cfg.Logger})
+	b.meta, err = metadata.Open(metadataDir(bc), metadata.Options{Broker: bc, Logger: loggers.Logger("cascade.metadata")})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +152,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		FetchSessions: handler.NewFetchSessions(int(bc.FetchSessionCacheSlots), cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
 		Metrics:       m,
 		Now:           cfg.Now,
-		Logger:        cfg.Logger,
+		Logger:        loggers.Logger("cascade.handler"),
+		Loggers:       loggers,
 	}
 	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{
 		AbortInterval: bc.TransactionAbortInterval, IDExpiration: bc.TransactionalIDExpiration})
@@ -174,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		// sets the same size again on each accepted connection.
 		SendBufferBytes:    int(bc.SocketSendBufferBytes),
 		ReceiveBufferBytes: int(bc.SocketReceiveBufferBytes),
-		Logger:             cfg.Logger,
+		Logger:             loggers.Logger("cascade.wire"),
 		Observer:           m,
 	}
 	go func() {

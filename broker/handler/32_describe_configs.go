@@ -3,12 +3,14 @@ package handler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -27,8 +29,10 @@ import (
 // configs Cascade honours with their sources, all read-only; the empty name
 // lists the cluster-wide dynamic defaults (DYNAMIC_DEFAULT_BROKER_CONFIG),
 // which are those a new Kafka 4 cluster holds: min.insync.replicas, written
-// at its first start for eligible leader replicas (KIP-966). An empty or
-// null name list means every config.
+// at its first start for eligible leader replicas (KIP-966). Broker loggers
+// (KIP-412): named by this node's id, every named logger with the level in
+// effect, as Kafka's Log4jController.loggers (alterLoggers changes them).
+// An empty or null name list means every config.
 func init() { register(32, 1, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
@@ -67,6 +71,14 @@ func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Re
 				} else {
 					entries = env.Config.DescribeClusterDefaults()
 				}
+			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			if env.Loggers == nil {
+				err = &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: fmt.Sprintf("Unsupported resource type: %s", res.ResourceType)}
+				break
+			}
+			if err = checkBrokerLoggerResource(env, res.ResourceName); err == nil {
+				entries = describeLoggers(env)
 			}
 		default:
 			err = &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: fmt.Sprintf("Unsupported resource type: %s", res.ResourceType)}
@@ -137,54 +149,44 @@ func checkBrokerResource(env *Env, name string) (perBroker bool, err error) {
 	return true, nil
 }
 
-// alterBrokerConfigs answers an AlterConfigs or IncrementalAlterConfigs of a
-// BROKER resource. Cascade changes no broker config at run time, so every
-// change is refused with INVALID_REQUEST, worded as Kafka's
-// DynamicBrokerConfig for configs Kafka cannot change dynamically either.
-func alterBrokerConfigs(env *Env, resourceName string, names []string) (int16, *string) {
-	if _, err := checkBrokerResource(env, resourceName); err != nil {
-		return ErrorCode(err), errMessage(err)
+// checkBrokerLoggerResource validates a BROKER_LOGGER resource name as
+// Kafka's ConfigHelper: this node's id, worded otherwise than for BROKER.
+func checkBrokerLoggerResource(env *Env, name string) error {
+	if name == "" {
+		return &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: "Broker id must not be empty"}
 	}
-	if len(names) == 0 {
-		return 0, nil
+	id, perr := strconv.ParseInt(name, 10, 32)
+	if perr != nil {
+		return &metadata.Error{Kind: metadata.ErrInvalidRequest,
+			Message: fmt.Sprintf("Broker id must be an integer, but it is: %s", name)}
 	}
-	var static, dynamic, unknown []string
-	for _, n := range names {
-		def, ok := config.BrokerDef(n)
-		switch {
-		case !ok:
-			unknown = append(unknown, n)
-		case def.Dynamic:
-			dynamic = append(dynamic, n)
-		default:
-			static = append(static, n)
-		}
+	if int32(id) != env.Config.NodeID {
+		return &metadata.Error{Kind: metadata.ErrInvalidRequest,
+			Message: fmt.Sprintf("Unexpected broker id, expected %d but received %s", env.Config.NodeID, name)}
 	}
-	// ConfigAdminManager.validateBrokerConfigChange turns the
-	// ConfigException of DynamicBrokerConfig into INVALID_REQUEST with its
-	// message (KAFKA-13609).
-	var msg string
-	switch {
-	case len(unknown) > 0:
-		msg = "Cascade does not honour these configs: " + scalaSet(unknown)
-	case len(static) > 0:
-		msg = "Cannot update these configs dynamically: " + scalaSet(static)
-	default:
-		msg = "Cascade does not update broker configs at run time; set them in server.properties: " + scalaSet(dynamic)
-	}
-	return kerr.InvalidRequest.Code, &msg
+	return nil
 }
 
-// scalaSet renders names as Scala prints a Set, as Kafka's messages do.
-func scalaSet(names []string) string {
-	s := "Set("
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
+// describeLoggers describes every named logger, root first and the others
+// in name order, as ConfigHelper does for BROKER_LOGGER: the level in
+// effect as value, source DYNAMIC_BROKER_LOGGER_CONFIG, writable, no
+// synonyms, no type.
+func describeLoggers(env *Env) []config.Entry {
+	levels := env.Loggers.Describe()
+	names := make([]string, 0, len(levels))
+	for n := range levels {
+		if n != logging.RootLogger {
+			names = append(names, n)
 		}
-		s += n
 	}
-	return s + ")"
+	slices.Sort(names)
+	names = append([]string{logging.RootLogger}, names...)
+	out := make([]config.Entry, 0, len(names))
+	for _, n := range names {
+		level := levels[n]
+		out = append(out, config.Entry{Name: n, Value: &level, Source: config.Source(kmsg.ConfigSourceDynamicBrokerLoggerConfig)})
+	}
+	return out
 }
 
 // resolveTopic returns a topic's effective configuration.

@@ -161,13 +161,13 @@ func TestAlterConfigsHandlers(t *testing.T) {
 	alt.Resources = []kmsg.AlterConfigsRequestResource{bres}
 	rr2 := call(t, env, alt, 0).(*kmsg.AlterConfigsResponse).Resources[0]
 	if rr2.ErrorCode != kerr.InvalidRequest.Code ||
-		*rr2.ErrorMessage != "Cannot update these configs dynamically: Set(num.partitions)" {
+		*rr2.ErrorMessage != "Cannot update these configs dynamically: [num.partitions]" {
 		t.Fatalf("%d %s", rr2.ErrorCode, *rr2.ErrorMessage)
 	}
-	// A resource named twice: one answer.
+	// A resource named twice: every occurrence refused.
 	alt.Resources = []kmsg.AlterConfigsRequestResource{ares, ares}
 	rrs := call(t, env, alt, 1).(*kmsg.AlterConfigsResponse).Resources
-	if len(rrs) != 1 || rrs[0].ErrorCode != kerr.InvalidRequest.Code || *rrs[0].ErrorMessage != "Duplicate resource." {
+	if len(rrs) != 2 || rrs[1].ErrorCode != kerr.InvalidRequest.Code || *rrs[1].ErrorMessage != "Each resource must appear at most once." {
 		t.Fatalf("%+v", rrs)
 	}
 	// Unknown topic.

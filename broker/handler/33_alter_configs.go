@@ -14,8 +14,10 @@ import (
 // The legacy API replaces a topic's whole override set: configs not named
 // are removed. The change is validated as a whole, written durably, and
 // reaches the live logs through the partition manager's subscription to the
-// metadata store. The per-resource answers (duplicates, broker resources,
-// unsupported types) are those of alterConfigResources.
+// metadata store. The per-resource answers (duplicates, null values, broker
+// resources, resource types) are those of alterConfigResources; as in
+// Kafka, BROKER_LOGGER resources are refused here (KIP-412 added them to
+// IncrementalAlterConfigs only).
 func init() { register(33, 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
@@ -24,11 +26,12 @@ func handleAlterConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 	resp.SetVersion(req.Version)
 	alts := make([]configAlteration, 0, len(r.Resources))
 	for _, res := range r.Resources {
-		names := make([]string, 0, len(res.Configs))
+		ops := make([]configOp, 0, len(res.Configs))
 		for _, c := range res.Configs {
-			names = append(names, c.Name)
+			ops = append(ops, configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
 		}
-		alts = append(alts, configAlteration{resourceType: res.ResourceType, resourceName: res.ResourceName, configNames: names,
+		alts = append(alts, configAlteration{resourceType: res.ResourceType, resourceName: res.ResourceName, ops: ops,
+			validateOnly: r.ValidateOnly,
 			alterTopic: func() error {
 				// The configs named become the whole override set.
 				configs := make(map[string]*string, len(res.Configs))

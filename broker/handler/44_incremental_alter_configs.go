@@ -15,10 +15,11 @@ import (
 // KIP-339: SET, DELETE, APPEND and SUBTRACT per config; APPEND and SUBTRACT
 // only on LIST configs. Topic changes are validated as a whole, written
 // durably, and reach the live logs through the partition manager's
-// subscription to the metadata store. The per-resource answers
-// (duplicates, broker resources, unsupported types) are those of
-// alterConfigResources; a config named twice within one resource answers
-// INVALID_REQUEST, as Kafka's ConfigAdminManager.
+// subscription to the metadata store. KIP-412: a BROKER_LOGGER resource
+// sets or removes the levels of the broker's named loggers (see
+// alterLoggers). The per-resource answers (duplicates, duplicate config
+// keys, null values, broker resources, resource types) are those of
+// alterConfigResources, as Kafka's ConfigAdminManager.
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
@@ -28,14 +29,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, env *Env, req *Request) 
 	alts := make([]configAlteration, 0, len(r.Resources))
 	for _, res := range r.Resources {
 		a := configAlteration{resourceType: res.ResourceType, resourceName: res.ResourceName,
-			configNames: make([]string, 0, len(res.Configs))}
-		named := map[string]bool{}
+			ops: make([]configOp, 0, len(res.Configs)), incremental: true, validateOnly: r.ValidateOnly}
 		for _, c := range res.Configs {
-			if named[c.Name] {
-				a.invalid = "Error due to duplicate config keys"
-			}
-			named[c.Name] = true
-			a.configNames = append(a.configNames, c.Name)
+			a.ops = append(a.ops, configOp{name: c.Name, op: c.Op, value: c.Value})
 		}
 		a.alterTopic = func() error {
 			ops := make([]metadata.ConfigOp, 0, len(res.Configs))

@@ -2,9 +2,14 @@ package handler
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/logging"
 )
 
 // configAlteration is one resource of an AlterConfigs (33) or
@@ -13,16 +18,25 @@ import (
 type configAlteration struct {
 	resourceType kmsg.ConfigResourceType
 	resourceName string
-	// configNames lists the configs the resource names, in request order;
-	// a BROKER resource is answered from them.
-	configNames []string
-	// invalid, when not empty, refuses the resource with INVALID_REQUEST
-	// and this message once it is known not to be a duplicate (as
-	// IncrementalAlterConfigs refuses duplicate config keys).
-	invalid string
+	// ops lists the resource's configs in request order. The legacy API's
+	// are all SETs; a null value is kept as nil.
+	ops []configOp
+	// incremental is set for IncrementalAlterConfigs, the only API that
+	// takes BROKER_LOGGER resources (KIP-412) and DELETE operations.
+	incremental bool
+	// validateOnly is the request's flag.
+	validateOnly bool
 	// alterTopic validates the change of a TOPIC resource as a whole and,
 	// unless the request is validate-only, writes it durably.
 	alterTopic func() error
+}
+
+// configOp is one config of a resource: its name, operation (a
+// kmsg.IncrementalAlterConfigOp) and value.
+type configOp struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp
+	value *string
 }
 
 // configAlterationResult is the answer for one resource.
@@ -34,39 +48,45 @@ type configAlterationResult struct {
 }
 
 // alterConfigResources answers each resource of an AlterConfigs or
-// IncrementalAlterConfigs request, in request order. A resource named
-// twice answers one INVALID_REQUEST ("Duplicate resource.") and is not
-// changed, as ControllerApis; broker resources are refused (see
-// alterBrokerConfigs); other resource types than TOPIC and BROKER are
-// INVALID_REQUEST. Every error code is counted in the metrics under key.
+// IncrementalAlterConfigs request, in request order, with one answer per
+// resource. The checks and their order are those of Kafka's
+// ConfigAdminManager.preprocess, which runs on the broker before the rest
+// goes to the controller:
+//
+//  1. A resource (type and name) named more than once: every occurrence
+//     answers INVALID_REQUEST "Each resource must appear at most once." and
+//     none is changed. (Kafka 4.4 computes that answer for the legacy API
+//     too, but then fails building the response: AlterConfigsResponse
+//     collects its results into a map keyed by resource, which throws on
+//     the duplicate, and the request is never answered. Cascade sends the
+//     answer Kafka computed rather than leave the client waiting.)
+//  2. A config named twice within a resource: INVALID_REQUEST "Error due
+//     to duplicate config keys".
+//  3. A null value (other than for a DELETE): INVALID_REQUEST "Null value
+//     not supported for : a, b".
+//  4. By resource type: BROKER_LOGGER (incremental only) changes log levels
+//     here (see alterLoggers); BROKER is validated (see alterBrokerConfigs);
+//     TOPIC goes to the metadata store, as Kafka's controller; GROUP and
+//     CLIENT_METRICS, which Cascade does not store, are INVALID_REQUEST;
+//     any other type is INVALID_REQUEST "Unknown resource type N".
+//
+// Every error code is counted in the metrics under key.
 func alterConfigResources(env *Env, key int16, alts []configAlteration) []configAlterationResult {
-	seen := map[kmsg.ConfigResourceType]map[string]int{}
+	type resourceKey struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	count := make(map[resourceKey]int, len(alts))
 	for _, a := range alts {
-		if seen[a.resourceType] == nil {
-			seen[a.resourceType] = map[string]int{}
-		}
-		seen[a.resourceType][a.resourceName]++
+		count[resourceKey{a.resourceType, a.resourceName}]++
 	}
 	out := make([]configAlterationResult, 0, len(alts))
 	for _, a := range alts {
 		r := configAlterationResult{resourceType: a.resourceType, resourceName: a.resourceName}
-		switch {
-		case seen[a.resourceType][a.resourceName] < 0:
-			continue // answered once already
-		case seen[a.resourceType][a.resourceName] > 1:
-			seen[a.resourceType][a.resourceName] = -1
-			r.errorCode, r.errorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate resource.")
-		case a.invalid != "":
-			r.errorCode, r.errorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(a.invalid)
-		case a.resourceType == kmsg.ConfigResourceTypeTopic:
-			if err := a.alterTopic(); err != nil {
-				r.errorCode, r.errorMessage = ErrorCode(err), errMessage(err)
-			}
-		case a.resourceType == kmsg.ConfigResourceTypeBroker:
-			r.errorCode, r.errorMessage = alterBrokerConfigs(env, a.resourceName, a.configNames)
-		default:
-			r.errorCode = kerr.InvalidRequest.Code
-			r.errorMessage = kmsg.StringPtr(fmt.Sprintf("Unsupported resource type: %s", a.resourceType))
+		if count[resourceKey{a.resourceType, a.resourceName}] > 1 {
+			r.errorCode, r.errorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Each resource must appear at most once.")
+		} else {
+			r.errorCode, r.errorMessage = alterConfigResource(env, a)
 		}
 		if r.errorCode != 0 {
 			env.Metrics.Error(key, r.errorCode)
@@ -74,4 +94,180 @@ func alterConfigResources(env *Env, key int16, alts []configAlteration) []config
 		out = append(out, r)
 	}
 	return out
+}
+
+// alterConfigResource answers one resource that is not a duplicate: checks
+// 2 to 4 of alterConfigResources.
+func alterConfigResource(env *Env, a configAlteration) (int16, *string) {
+	invalid := func(msg string) (int16, *string) { return kerr.InvalidRequest.Code, &msg }
+	named := make(map[string]bool, len(a.ops))
+	var nulls []string
+	for _, op := range a.ops {
+		if named[op.name] {
+			return invalid("Error due to duplicate config keys")
+		}
+		named[op.name] = true
+		if op.value == nil && (!a.incremental || op.op != kmsg.IncrementalAlterConfigOpDelete) {
+			nulls = append(nulls, op.name)
+		}
+	}
+	if len(nulls) > 0 {
+		return invalid("Null value not supported for : " + strings.Join(nulls, ", "))
+	}
+	switch a.resourceType {
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if a.incremental && env.Loggers != nil {
+			return alterLoggers(env, a)
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		return alterBrokerConfigs(env, a)
+	case kmsg.ConfigResourceTypeTopic:
+		if err := a.alterTopic(); err != nil {
+			return ErrorCode(err), errMessage(err)
+		}
+		return 0, nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return invalid("Unsupported resource type: GROUP")
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return invalid("Unsupported resource type: CLIENT_METRICS")
+	}
+	// As ConfigAdminManager: the legacy API never took BROKER_LOGGER.
+	return invalid(fmt.Sprintf("Unknown resource type %d", int8(a.resourceType)))
+}
+
+// checkNodeName validates the name of a BROKER or BROKER_LOGGER resource to
+// alter: this node's id. The wording is that of ConfigAdminManager
+// (BROKER) and RuntimeLoggerManager (BROKER_LOGGER), which differ.
+func checkNodeName(env *Env, typ kmsg.ConfigResourceType, name string) (int16, *string) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("Node id must be an integer, but it is: " + name)
+	}
+	if int32(id) == env.Config.NodeID {
+		return 0, nil
+	}
+	if typ == kmsg.ConfigResourceTypeBrokerLogger {
+		return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected node id. Expected %d, but received %s", env.Config.NodeID, name))
+	}
+	return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected broker id, expected %d, but received %s", env.Config.NodeID, name))
+}
+
+// alterBrokerConfigs answers an AlterConfigs or IncrementalAlterConfigs of
+// a BROKER resource: this node's id or the empty name (cluster-wide
+// defaults). Cascade changes no broker config at run time, so every change
+// that Kafka would accept is refused with INVALID_REQUEST; the refusals
+// Kafka makes itself come first, with Kafka's words:
+//   - a config Kafka cannot change dynamically: "Cannot update these
+//     configs dynamically: [a, b]" (DynamicBrokerConfig, which
+//     ConfigAdminManager turns into INVALID_REQUEST, KAFKA-13609);
+//   - removing the cluster-wide min.insync.replicas, which a Kafka 4 cluster
+//     holds for eligible leader replicas (KIP-966): INVALID_CONFIG, as
+//     Kafka's ConfigurationControlManager. The legacy API removes every
+//     config it does not name, so a legacy request on the empty name that
+//     does not name min.insync.replicas is refused so.
+//
+// A request changing nothing is accepted.
+func alterBrokerConfigs(env *Env, a configAlteration) (int16, *string) {
+	if a.resourceName != "" {
+		if code, msg := checkNodeName(env, a.resourceType, a.resourceName); code != 0 {
+			return code, msg
+		}
+	}
+	var static, dynamic, unknown []string
+	removesMinISR := !a.incremental && a.resourceName == ""
+	for _, op := range a.ops {
+		if a.incremental && (op.op < kmsg.IncrementalAlterConfigOpSet || op.op > kmsg.IncrementalAlterConfigOpSubtract) {
+			return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unknown operations type %d", int8(op.op)))
+		}
+		if op.name == "min.insync.replicas" && a.resourceName == "" {
+			removesMinISR = a.incremental && op.op == kmsg.IncrementalAlterConfigOpDelete
+		}
+		def, ok := config.BrokerDef(op.name)
+		switch {
+		case !ok:
+			unknown = append(unknown, op.name)
+		case def.Dynamic:
+			dynamic = append(dynamic, op.name)
+		default:
+			static = append(static, op.name)
+		}
+	}
+	switch {
+	case len(static) > 0:
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("Cannot update these configs dynamically: " + javaSet(static))
+	case removesMinISR:
+		return kerr.InvalidConfig.Code, kmsg.StringPtr("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+	case len(unknown) > 0:
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("Cascade does not honour these configs: " + javaSet(unknown))
+	case len(dynamic) > 0:
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("Cascade does not update broker configs at run time; set them in server.properties: " + javaSet(dynamic))
+	}
+	return 0, nil
+}
+
+// javaSet renders names as Java prints a Set, as Kafka 4's messages do.
+func javaSet(names []string) string {
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// alterLoggers answers an IncrementalAlterConfigs of a BROKER_LOGGER
+// resource, as Kafka's RuntimeLoggerManager.applyChangesForResource: the
+// name must be this node's id; every operation is validated, in order, and
+// the first bad one refuses the whole resource; then, unless the request
+// is validate-only, each is applied: SET sets a logger's level (and its
+// descendants'), DELETE removes it so the logger inherits its ancestor's.
+// Levels last until the broker stops, as in Kafka, where they are not
+// stored either.
+func alterLoggers(env *Env, a configAlteration) (int16, *string) {
+	if code, msg := checkNodeName(env, a.resourceType, a.resourceName); code != 0 {
+		return code, msg
+	}
+	lv := env.Loggers
+	for _, op := range a.ops {
+		switch op.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if !lv.Exists(op.name) {
+				return loggerMissing(op.name)
+			}
+			if _, ok := logging.ParseLevel(*op.value); !ok {
+				return kerr.InvalidConfig.Code, kmsg.StringPtr(fmt.Sprintf("Cannot set the log level of %s to %s as it is not a supported log level. Valid log levels are %s",
+					op.name, *op.value, logging.ValidLevels))
+			}
+		case kmsg.IncrementalAlterConfigOpDelete:
+			if !lv.Exists(op.name) {
+				return loggerMissing(op.name)
+			}
+			if op.name == logging.RootLogger {
+				return kerr.InvalidRequest.Code, kmsg.StringPtr("Removing the log level of the " + logging.RootLogger + " logger is not allowed")
+			}
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("%s operation is not allowed for the BROKER_LOGGER resource", op.op))
+		default:
+			return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unknown operation type %d is not allowed for the BROKER_LOGGER resource", int8(op.op)))
+		}
+	}
+	if a.validateOnly {
+		return 0, nil
+	}
+	log := env.logger()
+	for _, op := range a.ops {
+		if op.op == kmsg.IncrementalAlterConfigOpSet {
+			if err := lv.Set(op.name, *op.value); err != nil {
+				log.Error("failed to update a log level", "name", op.name, "level", *op.value, "err", err)
+				continue
+			}
+			log.Warn("updated a log level", "name", op.name, "level", *op.value)
+			continue
+		}
+		if err := lv.Unset(op.name); err != nil {
+			log.Error("failed to unset a log level", "name", op.name, "err", err)
+			continue
+		}
+		log.Warn("unset a log level", "name", op.name)
+	}
+	return 0, nil
+}
+
+func loggerMissing(name string) (int16, *string) {
+	return kerr.InvalidConfig.Code, kmsg.StringPtr("Logger " + name + " does not exist!")
 }

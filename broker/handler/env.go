@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/metrics"
 	"github.com/cascade-kafka/cascade/broker/partition"
@@ -41,6 +42,10 @@ type Env struct {
 	Now func() time.Time
 	// Logger receives the handlers' logs.
 	Logger *slog.Logger
+	// Loggers holds the broker's named loggers and their levels, which
+	// DescribeConfigs and IncrementalAlterConfigs of a BROKER_LOGGER
+	// resource read and change (KIP-412); nil refuses that resource type.
+	Loggers *logging.Levels
 }
 
 func (env *Env) now() time.Time {
