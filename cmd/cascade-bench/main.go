@@ -28,6 +28,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,12 +71,16 @@ func (p props) Set(v string) error {
 }
 
 const usage = `usage: cascade-bench [flags]             (--bootstrap ADDR or --compare TARGETS)
+       cascade-bench html REPORT.json      (the HTML report of a JSON report, on standard output)
        cascade-bench kfake-serve           (the kfake helper process)
 `
 
 func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "kfake-serve" {
 		return bench.ServeKfake(ctx, os.Stdout)
+	}
+	if len(args) > 0 && args[0] == "html" {
+		return htmlFromJSON(args[1:])
 	}
 	w := bench.DefaultWorkload()
 	fs := flag.NewFlagSet("cascade-bench", flag.ContinueOnError)
@@ -101,6 +106,7 @@ func run(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep-data", false, "keep the benchmark topic and the started brokers' data dirs")
 	rounds := fs.Int("rounds", 0, "rounds per target (default 3 with --compare, else 1)")
 	jsonPath := fs.String("json", "cascade-bench.json", "where to write the JSON report; - for standard output")
+	htmlPath := fs.String("html", "cascade-bench.html", "where to write the HTML report (bars per target, every run); empty for none")
 	workDir := fs.String("work-dir", "", "directory for started brokers' data and the disk probe (default a new temporary directory)")
 	cascadeBin := fs.String("cascade-bin", "", "Cascade binary to run (default: go build ./cmd/cascade of the enclosing module)")
 	cascadeOv, kafkaOv := props{}, props{}
@@ -186,6 +192,9 @@ func run(ctx context.Context, args []string) error {
 	if err := writeJSON(*jsonPath, rep); err != nil {
 		return errors.Join(runErr, err)
 	}
+	if err := writeHTML(*htmlPath, rep); err != nil {
+		return errors.Join(runErr, err)
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -265,6 +274,37 @@ func moduleRoot() (string, error) {
 		}
 		d = parent
 	}
+}
+
+// htmlFromJSON writes the HTML report of an earlier run's JSON report.
+func htmlFromJSON(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: cascade-bench html REPORT.json")
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	return bench.WriteHTML(os.Stdout, &rep)
+}
+
+func writeHTML(path string, rep *bench.Report) error {
+	if path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := bench.WriteHTML(&b, rep); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "HTML report: %s\n", path)
+	return nil
 }
 
 func writeJSON(path string, rep *bench.Report) error {

@@ -57,7 +57,7 @@ func TestCompareKfakeCommand(t *testing.T) {
 	defer cancel()
 	err := run(ctx, []string{"--compare", "kfake", "--rounds", "2", "--records", "1000", "--payload-bytes", "100",
 		"--partitions", "2", "--compression", "zstd", "--work-dir", dir, "--disk-probe-bytes", "1048576",
-		"--progress", "0", "--json", out})
+		"--progress", "0", "--json", out, "--html", filepath.Join(dir, "report.html")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,5 +77,14 @@ func TestCompareKfakeCommand(t *testing.T) {
 	}
 	if rep.Workload.Compression != "zstd" || rep.Workload.Records != 1000 {
 		t.Errorf("workload = %+v", rep.Workload)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "produce records/s", "<td>kfake</td><td>2</td>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
 	}
 }

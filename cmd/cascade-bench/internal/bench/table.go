@@ -7,6 +7,91 @@ import (
 	"text/tabwriter"
 )
 
+// metric is one row of the summary: how to read it from a target's
+// medians and, for the rows that have one, from Cascade's ratio to another
+// target. The text table and the HTML report share the list.
+type metric struct {
+	name   string
+	format string  // fmt verb for the value
+	scale  float64 // the value is divided by scale before printing
+	// lowerBetter marks latency, CPU and memory, where a smaller value (and
+	// ratio) is better.
+	lowerBetter bool
+	value       func(Median) (float64, bool)
+	ratio       func(Ratio) (float64, bool)
+	// chart marks the rows the HTML report draws as bars.
+	chart bool
+}
+
+func (m metric) text(md Median) string {
+	v, ok := m.value(md)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf(m.format, v/m.scale)
+}
+
+func (m metric) ratioText(r Ratio) string {
+	if m.ratio == nil {
+		return ""
+	}
+	v, ok := m.ratio(r)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func some(v float64) (float64, bool) { return v, true }
+
+func maybe(v *float64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+// summaryMetrics lists the summary's rows in order.
+func summaryMetrics() []metric {
+	return []metric{
+		{name: "produce records/s", format: "%.0f", scale: 1, chart: true,
+			value: func(m Median) (float64, bool) { return some(m.ProduceRecordsPerS) },
+			ratio: func(r Ratio) (float64, bool) { return some(r.ProduceRecordsPerS) }},
+		{name: "produce MiB/s", format: "%.1f", scale: 1,
+			value: func(m Median) (float64, bool) { return some(m.ProduceMiBPerS) }},
+		{name: "consume records/s", format: "%.0f", scale: 1, chart: true,
+			value: func(m Median) (float64, bool) { return some(m.ConsumeRecordsPerS) },
+			ratio: func(r Ratio) (float64, bool) { return some(r.ConsumeRecordsPerS) }},
+		{name: "consume MiB/s", format: "%.1f", scale: 1,
+			value: func(m Median) (float64, bool) { return some(m.ConsumeMiBPerS) }},
+		{name: "ack p50 ms", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.AckP50Ms) }},
+		{name: "ack p99 ms", format: "%.2f", scale: 1, lowerBetter: true, chart: true,
+			value: func(m Median) (float64, bool) { return some(m.AckP99Ms) },
+			ratio: func(r Ratio) (float64, bool) { return some(r.AckP99Ms) }},
+		{name: "ack p99.9 ms", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.AckP999Ms) }},
+		{name: "ack max ms", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.AckMaxMs) }},
+		{name: "broker CPU s", format: "%.1f", scale: 1, lowerBetter: true, chart: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUSeconds) },
+			ratio: func(r Ratio) (float64, bool) { return maybe(r.BrokerCPUSeconds) }},
+		{name: "  in produce", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUProduceS) }},
+		{name: "  in consume", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUConsumeS) }},
+		{name: "client CPU s produce", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.ClientCPUProduceS) }},
+		{name: "client CPU s consume", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.ClientCPUConsumeS) }},
+		{name: "broker peak RSS MiB", format: "%.0f", scale: 1 << 20, lowerBetter: true, chart: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerRSSPeakBytes) },
+			ratio: func(r Ratio) (float64, bool) { return maybe(r.BrokerRSSPeakBytes) }},
+		{name: "disk MiB", format: "%.1f", scale: 1 << 20, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return maybe(m.DiskBytes) }},
+	}
+}
+
 // WriteTable prints the report's medians, Cascade's ratios and the limits
 // as the one-screen summary.
 func WriteTable(out io.Writer, rep *Report) error {
@@ -24,62 +109,29 @@ func WriteTable(out io.Writer, rep *Report) error {
 	}
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
 	row(head...)
-	num := func(f string, v float64) string { return fmt.Sprintf(f, v) }
-	opt := func(f string, v *float64, scale float64) string {
-		if v == nil {
-			return "-"
-		}
-		return fmt.Sprintf(f, *v/scale)
-	}
-	type metric struct {
-		name  string
-		value func(Median) string
-		ratio func(Ratio) string
-	}
-	ratio := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
-	optRatio := func(v *float64) string { return opt("%.2fx", v, 1) }
-	metrics := []metric{
-		{"produce records/s", func(m Median) string { return num("%.0f", m.ProduceRecordsPerS) }, func(r Ratio) string { return ratio(r.ProduceRecordsPerS) }},
-		{"produce MiB/s", func(m Median) string { return num("%.1f", m.ProduceMiBPerS) }, nil},
-		{"consume records/s", func(m Median) string { return num("%.0f", m.ConsumeRecordsPerS) }, func(r Ratio) string { return ratio(r.ConsumeRecordsPerS) }},
-		{"consume MiB/s", func(m Median) string { return num("%.1f", m.ConsumeMiBPerS) }, nil},
-		{"ack p50 ms", func(m Median) string { return num("%.2f", m.AckP50Ms) }, nil},
-		{"ack p99 ms", func(m Median) string { return num("%.2f", m.AckP99Ms) }, func(r Ratio) string { return ratio(r.AckP99Ms) }},
-		{"ack p99.9 ms", func(m Median) string { return num("%.2f", m.AckP999Ms) }, nil},
-		{"ack max ms", func(m Median) string { return num("%.2f", m.AckMaxMs) }, nil},
-		{"broker CPU s", func(m Median) string { return opt("%.1f", m.BrokerCPUSeconds, 1) }, func(r Ratio) string { return optRatio(r.BrokerCPUSeconds) }},
-		{"  in produce", func(m Median) string { return opt("%.2f", m.BrokerCPUProduceS, 1) }, nil},
-		{"  in consume", func(m Median) string { return opt("%.2f", m.BrokerCPUConsumeS, 1) }, nil},
-		{"client CPU s produce", func(m Median) string { return num("%.2f", m.ClientCPUProduceS) }, nil},
-		{"client CPU s consume", func(m Median) string { return num("%.2f", m.ClientCPUConsumeS) }, nil},
-		{"broker peak RSS MiB", func(m Median) string { return opt("%.0f", m.BrokerRSSPeakBytes, 1<<20) }, func(r Ratio) string { return optRatio(r.BrokerRSSPeakBytes) }},
-		{"disk MiB", func(m Median) string { return opt("%.1f", m.DiskBytes, 1<<20) }, nil},
-		{"all verified", func(m Median) string { return fmt.Sprint(m.AllVerified) }, nil},
-	}
-	for _, mt := range metrics {
+	for _, mt := range summaryMetrics() {
 		cells := []string{mt.name}
 		for _, m := range rep.Medians {
-			cells = append(cells, mt.value(m))
+			cells = append(cells, mt.text(m))
 		}
 		for _, r := range rep.Ratios {
-			if mt.ratio == nil {
-				cells = append(cells, "")
-			} else {
-				cells = append(cells, mt.ratio(r))
-			}
+			cells = append(cells, mt.ratioText(r))
 		}
 		row(cells...)
 	}
+	verified := []string{"all verified"}
+	for _, m := range rep.Medians {
+		verified = append(verified, fmt.Sprint(m.AllVerified))
+	}
+	row(verified...)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if l := rep.Limits; l != nil {
-		fmt.Fprintf(out, "limits (median of %d, in %s): disk write %.0f MiB/s with fsync, %.0f MiB/s without; loopback TCP %.0f MiB/s\n",
-			l.Samples, l.Dir, l.DiskWriteBytesPerS/(1<<20), l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
+	if s := limitsText(rep); s != "" {
+		fmt.Fprintln(out, s)
 	}
-	if ol := rep.OfLimits; ol != nil {
-		fmt.Fprintf(out, "cascade produce = %.0f%% of disk write with fsync (%.0f%% without), %.0f%% of loopback; consume = %.0f%% of loopback\n",
-			100*ol.ProduceOfDiskWrite, 100*ol.ProduceOfDiskWriteNoSync, 100*ol.ProduceOfLoopback, 100*ol.ConsumeOfLoopback)
+	if s := ofLimitsText(rep); s != "" {
+		fmt.Fprintln(out, s)
 	}
 	for _, r := range rep.Runs {
 		if r.Error != "" {
@@ -87,4 +139,22 @@ func WriteTable(out io.Writer, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+func limitsText(rep *Report) string {
+	l := rep.Limits
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("limits (median of %d, in %s): disk write %.0f MiB/s with fsync, %.0f MiB/s without; loopback TCP %.0f MiB/s",
+		l.Samples, l.Dir, l.DiskWriteBytesPerS/(1<<20), l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
+}
+
+func ofLimitsText(rep *Report) string {
+	ol := rep.OfLimits
+	if ol == nil {
+		return ""
+	}
+	return fmt.Sprintf("cascade produce = %.0f%% of disk write with fsync (%.0f%% without), %.0f%% of loopback; consume = %.0f%% of loopback",
+		100*ol.ProduceOfDiskWrite, 100*ol.ProduceOfDiskWriteNoSync, 100*ol.ProduceOfLoopback, 100*ol.ConsumeOfLoopback)
 }
