@@ -56,7 +56,7 @@ func htmlView(rep *Report) htmlData {
 		d.Head = append(d.Head, r.Of+"/"+r.To)
 	}
 	for _, mt := range summaryMetrics() {
-		row := htmlRow{Name: strings.TrimSpace(mt.name)}
+		row := htmlRow{Name: mt.name}
 		for _, m := range rep.Medians {
 			row.Cells = append(row.Cells, mt.text(m))
 		}
@@ -112,11 +112,11 @@ var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:72em;color:#222}
 h1{font-size:1.3em} h2{font-size:1.1em;margin-top:1.6em}
 .chart{margin:1em 0}.chart h3{font-size:1em;margin:.2em 0}.note{color:#777;font-weight:normal;font-size:.85em}
-.bar{display:flex;align-items:center;margin:2px 0}.bar .t{width:9em}.bar .track{flex:1;background:#f2f2f2;height:1.2em;margin-right:.6em}
+.bar{display:flex;align-items:center;margin:2px 0}.bar .t{width:9em}.bar .track{flex:0 0 30em;background:#f2f2f2;height:1.2em;margin-right:.6em}
 .bar .fill{height:100%;background:#9aa7b5}.bar.cascade .fill{background:#2f6fd0}.bar .v{width:8em;text-align:right;font-variant-numeric:tabular-nums}
-.bar .r{width:22em;color:#777;font-size:.85em;padding-left:.6em}
+.bar .r{white-space:nowrap;color:#777;font-size:.85em;padding-left:.6em}
 table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f6f6f6}td:first-child,th:first-child{text-align:left}.bad{color:#b00020;font-weight:bold}
+th{background:#f6f6f6}td:first-child,th:first-child{text-align:left;white-space:pre}.bad{color:#b00020;font-weight:bold}
 </style></head><body>
 <h1>cascade-bench</h1>
 <p>{{.Workload}}</p>{{if .Machine}}<p>{{.Machine}}</p>{{end}}
