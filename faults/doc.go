@@ -21,14 +21,35 @@
 //   - Apache Kafka's Java client through the matrix's Java driver
 //     (matrix/clients/java, one JVM per client, reached with the driver
 //     process API): an idempotent producer, one record per command, and a
-//     consumer reading each partition from its position.
+//     consumer reading each partition from its position;
+//   - two franz-go group consumers subscribed in one group with the eager
+//     range balancer, one of which leaves and joins again every few
+//     seconds; each generation's assignment (member id and generation
+//     from Client.GroupMetadata in the OnPartitionsAssigned hook) is
+//     recorded as an assignment op, for the double_owner check.
 //
 // A produce that times out or loses its connection is recorded as unknown
 // (it may have been applied); only a refusal before sending is a failure.
 //
 // The schedule (Schedule) rotates sets of faults chosen by a seeded
 // *rand.Rand (none, one, or two at once, crashes weighted up), and heals
-// everything at the end. ProxyFaults lists the proxy's: latency, cut
+// everything at the end. Besides the proxy's faults there are two process
+// faults on either target: kill-9 (CrashFault: SIGKILL and restart) and
+// pause (PauseFault: SIGSTOP for a seeded 0.5-3 s, then SIGCONT, as
+// Jepsen's pause nemesis), during which clients see timeouts and unknown
+// outcomes with their connections open.
+//
+// After the final heal the workload runs on until every client has
+// succeeded again, for at most livenessBound (20 s); then Liveness
+// measures the run (HARNESS "History checks" 6) and writes liveness.md
+// into the run directory and the test log: for every moment all faults
+// were healed, the time until each client kind's first acknowledged
+// produce and first successful fetch; each client's longest stretch
+// without a successful operation; each consumer's lag at the end
+// (acknowledged writes at or past its position; the drain must have
+// none); and each client's recovery after the final heal. A client with
+// no success within the bound after the final heal fails the run as
+// stuck. ProxyFaults lists the proxy's: latency, cut
 // connections, lost and delayed Produce answers, Produce answered with
 // NOT_LEADER_OR_FOLLOWER, corrupted Fetch batches, lost AddPartitionsToTxn
 // and EndTxn answers (the retry lands after the original completed),
@@ -57,12 +78,22 @@
 // PrepareAbort writes its markers again, and the partition accepts the
 // copy, KAFKA-19999), and aborts the client never asked for.
 //
+// Apache Kafka 4.4.0 itself fails the transactional checks now and then
+// after a kill-9: on restart its transaction coordinator aborts a
+// timed-out transaction before the controller has given the topic's
+// partitions a leader again, finds no leader, logs that the partitions
+// are "likely deleted already and hence can be skipped"
+// (TransactionMarkerChannelManager) and completes the abort without
+// markers; the transaction's records stay open until the producer's next
+// marker, usually a commit, exposes them (aborted_read, mixed_outcome).
+// A failing run prints those broker log lines next to the anomaly.
+//
 // The Kafka run and the Java clients need java and mvn
 // (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
 // without them. The seed is printed; the same seed replays the same fault
 // schedule and proxy decisions (timings still vary). A failing run keeps its
 // artifacts and prints their directory: history.jsonl, faults.log (faults
 // stamped on the history's clock), clients.log, the broker's log, its data
-// dir and datadir.txt (a listing), and porcupine.html for the failing
-// partition.
+// dir and datadir.txt (a listing), porcupine.html for the failing
+// partition, and liveness.md.
 package faults

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cascade-kafka/cascade/faults/proxy"
@@ -22,6 +23,14 @@ type Fault struct {
 	// Weight is how often the schedule draws it relative to others;
 	// zero counts as one.
 	Weight int
+	// HealedOnApply marks a fault that is over when Apply returns (a
+	// crash whose Apply restarts the broker): the schedule logs it healed
+	// then, so recovery is measured from that moment, and does not call
+	// Heal.
+	HealedOnApply bool
+	// Note, when set, describes the fault just applied (a seeded pause's
+	// length) in the schedule's log.
+	Note func() string
 }
 
 func (f Fault) weight() int { return max(f.Weight, 1) }
@@ -105,8 +114,9 @@ func CrashFault(t Target) Fault {
 			defer cancel()
 			return t.Crash(cctx)
 		},
-		Heal:   func(context.Context) error { return nil },
-		Weight: 3,
+		Heal:          func(context.Context) error { return nil },
+		Weight:        3,
+		HealedOnApply: true,
 	}
 }
 
@@ -128,6 +138,40 @@ type Schedule struct {
 	// lined up with a history's call_ns and return_ns (pass the
 	// recorder's Now).
 	Clock func() int64
+
+	mu     sync.Mutex
+	events []FaultEvent
+}
+
+// FaultEvent is one fault applied or healed, stamped by Schedule.Clock.
+type FaultEvent struct {
+	At    int64
+	Heal  bool // false: applied
+	Fault string
+}
+
+// Events returns the faults applied and healed so far, in order; the
+// liveness measurements (Liveness) start from them.
+func (s *Schedule) Events() []FaultEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]FaultEvent(nil), s.events...)
+}
+
+// event records and logs one fault applied or healed.
+func (s *Schedule) event(heal bool, name string) {
+	var at int64
+	if s.Clock != nil {
+		at = s.Clock()
+	}
+	s.mu.Lock()
+	s.events = append(s.events, FaultEvent{At: at, Heal: heal, Fault: name})
+	s.mu.Unlock()
+	if heal {
+		s.logf("healed %s", name)
+	} else {
+		s.logf("applying %s", name)
+	}
 }
 
 // pick draws up to max distinct faults by weight: first how many (0 to
@@ -169,7 +213,7 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 				errs = append(errs, fmt.Errorf("healing %s: %w", f.Name, err))
 				continue
 			}
-			s.logf("healed %s", f.Name)
+			s.event(true, f.Name)
 		}
 		cur = nil
 		return errors.Join(errs...)
@@ -182,14 +226,21 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 		}
 		var names []string
 		for _, f := range s.pick(rng, max) {
-			s.logf("applying %s", f.Name)
+			s.event(false, f.Name)
 			if err := f.Apply(ctx); err != nil {
 				if ctx.Err() != nil {
 					return applied, heal()
 				}
 				return applied, errors.Join(fmt.Errorf("applying %s: %w", f.Name, err), heal())
 			}
-			cur = append(cur, f)
+			if f.Note != nil {
+				s.logf("%s: %s", f.Name, f.Note())
+			}
+			if f.HealedOnApply {
+				s.event(true, f.Name)
+			} else {
+				cur = append(cur, f)
+			}
 			names = append(names, f.Name)
 		}
 		name := "none"

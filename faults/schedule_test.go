@@ -111,3 +111,50 @@ func TestSchedulePicksDistinctFaultsByWeight(t *testing.T) {
 		t.Errorf("weight 3 drawn %.2f times as often as weight 1 (%v)", r, counts)
 	}
 }
+
+func TestScheduleEventsAndHealedOnApply(t *testing.T) {
+	var clock int64
+	healCalls := 0
+	s := &Schedule{
+		Faults: []Fault{
+			{Name: "crash", Apply: func(context.Context) error { clock += 5; return nil },
+				Heal: func(context.Context) error { healCalls++; return nil }, HealedOnApply: true},
+			{Name: "toxic", Apply: func(context.Context) error { return nil }, Heal: func(context.Context) error { return nil }},
+		},
+		Seed: 3, Period: time.Millisecond, MaxConcurrent: 2,
+		Clock: func() int64 { clock++; return clock },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if healCalls != 0 {
+		t.Errorf("Heal of a fault healed on apply called %d times", healCalls)
+	}
+	ev := s.Events()
+	active := map[string]bool{}
+	crashes := 0
+	for i, e := range ev {
+		if i > 0 && e.At < ev[i-1].At {
+			t.Fatalf("events out of order: %v", ev)
+		}
+		if !e.Heal {
+			active[e.Fault] = true
+			if e.Fault == "crash" {
+				crashes++
+			}
+			continue
+		}
+		if !active[e.Fault] {
+			t.Fatalf("event %d heals %s, not applied: %v", i, e.Fault, ev)
+		}
+		delete(active, e.Fault)
+		if e.Fault == "crash" && (i == 0 || ev[i-1].Fault != "crash" || ev[i-1].Heal) {
+			t.Fatalf("crash not healed right after it was applied: %v", ev)
+		}
+	}
+	if len(active) != 0 || crashes == 0 {
+		t.Fatalf("left active %v after the run; %d crashes", active, crashes)
+	}
+}

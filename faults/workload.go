@@ -47,8 +47,13 @@ type Workload struct {
 	ClientLog io.Writer
 	// Group receives the consumers' commits.
 	Group string
-	Rec   *lin.Recorder
-	Seed  uint64
+	// GroupConsumers are franz-go consumers in MemberGroup (subscribed,
+	// eager range assignment) whose assignments are recorded as
+	// assignment ops for the double_owner check.
+	GroupConsumers int
+	MemberGroup    string
+	Rec            *lin.Recorder
+	Seed           uint64
 	// NoIdempotence turns the producers' idempotence off, so that lost
 	// answers become duplicates: a control that the checks can fail.
 	NoIdempotence bool
@@ -109,7 +114,10 @@ func (w *Workload) Run(ctx context.Context) error {
 		return errors.New("workload: Java clients asked for without a Java driver opener")
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, w.Producers+w.Consumers+w.ConfluentProducers+w.TxnProducers+w.JavaProducers+w.JavaConsumers)
+	if w.GroupConsumers > 0 && w.MemberGroup == "" {
+		return errors.New("workload: group consumers asked for without a MemberGroup")
+	}
+	errc := make(chan error, w.Producers+w.Consumers+w.ConfluentProducers+w.TxnProducers+w.JavaProducers+w.JavaConsumers+w.GroupConsumers)
 	start := func(n int, f func(i int) error) {
 		for i := 0; i < n; i++ {
 			wg.Add(1)
@@ -127,6 +135,7 @@ func (w *Workload) Run(ctx context.Context) error {
 	start(w.TxnProducers, func(i int) error { return w.produceTxn(ctx, i) })
 	start(w.JavaProducers, func(i int) error { return w.produceJava(ctx, i) })
 	start(w.JavaConsumers, func(i int) error { return w.consumeJava(ctx, i) })
+	start(w.GroupConsumers, func(i int) error { return w.consumeGroup(ctx, i) })
 	wg.Wait()
 	close(errc)
 	return errors.Join(collect(errc)...)

@@ -38,6 +38,9 @@ const (
 	// KindOpenTxnRead is a read_committed fetch that returned a record of a
 	// transaction not yet committed when the fetch returned.
 	KindOpenTxnRead Kind = "open_txn_read"
+	// KindDoubleOwner is one partition assigned to two members of a group
+	// in one generation.
+	KindDoubleOwner Kind = "double_owner"
 	// KindNotLinearizable is a partition (or group-partition) whose
 	// operations have no linearization consistent with real-time order.
 	KindNotLinearizable Kind = "not_linearizable"

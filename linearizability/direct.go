@@ -183,6 +183,7 @@ func checkDirect(h []Op, ix *histIndex, rp *reporter) {
 	for _, g := range ix.groups {
 		checkCommits(h, g, ix.perGroup[g], rp)
 	}
+	checkOwners(h, rp)
 }
 
 func checkPartition(h []Op, ix *histIndex, tp TP, ops []int, rp *reporter) {

@@ -15,7 +15,8 @@
 // Check runs two kinds of checks. Direct checks (lost write, duplicate,
 // inconsistent offset, wrong read, non-monotonic fetch, committed offset going
 // backwards, aborted read, read of an open transaction, a transaction read
-// both committed and aborted, a marker no transaction explains, unseen
+// both committed and aborted, a marker no transaction explains, a
+// partition owned by two group members in one generation, unseen
 // write) are single passes over the history and scale to millions of
 // operations. Transaction markers are read off the fetches (txn.go), so
 // the repeated markers and coordinator-initiated aborts Apache Kafka

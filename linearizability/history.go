@@ -18,6 +18,10 @@ const (
 	OpCommit         = "commit"
 	OpFetchCommitted = "fetch_committed"
 	OpEndTxn         = "end_txn"
+	// OpAssignment is a group member's ownership of partitions in one
+	// generation: call_ns when the member received the assignment,
+	// return_ns when it gave it up (revoked, lost, or the run ended).
+	OpAssignment = "assignment"
 )
 
 // Outcomes, the values of Op.Outcome.
@@ -86,6 +90,13 @@ type Op struct {
 	// Kind is "earliest" or "latest" for list_offsets.
 	Kind  string `json:"kind,omitempty"`
 	Group string `json:"group,omitempty"`
+	// Member is the group member id an assignment was given to.
+	Member string `json:"member,omitempty"`
+	// Generation is the group generation an assignment belongs to.
+	Generation *int32 `json:"generation,omitempty"`
+	// Partitions are the partitions of Topic an assignment gives Member;
+	// empty when the member was given none of Topic's.
+	Partitions []int32 `json:"partitions,omitempty"`
 	// Commit is true when an end_txn commits and false when it aborts.
 	Commit *bool `json:"commit,omitempty"`
 	// Error describes why an operation failed or is unknown; checks
@@ -102,6 +113,9 @@ type OpError struct {
 
 // Int64 returns a pointer to v, for the optional fields of Op.
 func Int64(v int64) *int64 { return &v }
+
+// Int32 returns a pointer to v, for Op.Generation.
+func Int32(v int32) *int32 { return &v }
 
 // Bool returns a pointer to v, for Op.Commit.
 func Bool(v bool) *bool { return &v }
@@ -172,6 +186,15 @@ func (o *Op) Validate() error {
 	case OpEndTxn:
 		if o.Txn == "" || o.Commit == nil {
 			return fmt.Errorf("%w: end_txn needs txn and commit", ErrMalformed)
+		}
+	case OpAssignment:
+		if o.Group == "" || o.Member == "" || o.Topic == "" || o.Generation == nil {
+			return fmt.Errorf("%w: assignment needs group, member, topic and generation", ErrMalformed)
+		}
+		for _, p := range o.Partitions {
+			if p < 0 {
+				return fmt.Errorf("%w: assignment of partition %d", ErrMalformed, p)
+			}
 		}
 	default:
 		return fmt.Errorf("%w: op %q", ErrMalformed, o.Op)

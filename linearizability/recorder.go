@@ -19,6 +19,9 @@ type Recorder struct {
 	enc *json.Encoder
 	err error
 	n   int
+	// lastOK is each client's latest return of a successful operation
+	// (assignments aside), for liveness watching during a run.
+	lastOK map[string]int64
 }
 
 // Call marks the start of an operation; pass it to Recorder.End.
@@ -60,7 +63,27 @@ func (r *Recorder) Add(op Op) error {
 		return r.err
 	}
 	r.n++
+	if op.Outcome == OutcomeOK && op.Op != OpAssignment {
+		if r.lastOK == nil {
+			r.lastOK = map[string]int64{}
+		}
+		r.lastOK[op.Client] = max(r.lastOK[op.Client], op.ReturnNs)
+	}
 	return nil
+}
+
+// Progress returns, for every client that has completed an operation
+// successfully, the return time of its latest success (assignment ops,
+// which record ownership rather than progress, aside). Clients with no
+// success are absent.
+func (r *Recorder) Progress() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int64, len(r.lastOK))
+	for c, t := range r.lastOK {
+		out[c] = t
+	}
+	return out
 }
 
 // Len returns how many operations were written.

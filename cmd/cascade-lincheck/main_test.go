@@ -48,3 +48,18 @@ func TestExitCodes(t *testing.T) {
 		t.Fatalf("missing file: exit %d", c)
 	}
 }
+
+// Two members given partition 1 in generation 5.
+const doubleOwner = `{"client":"m1","op":"assignment","group":"g","member":"m-1","generation":5,"topic":"t","partitions":[0,1],"call_ns":0,"return_ns":10,"outcome":"ok"}
+{"client":"m2","op":"assignment","group":"g","member":"m-2","generation":5,"topic":"t","partitions":[1],"call_ns":2,"return_ns":10,"outcome":"ok"}
+`
+
+func TestDoubleOwnerExit(t *testing.T) {
+	var out, errb bytes.Buffer
+	if c := run([]string{write(t, doubleOwner)}, &out, &errb); c != 1 {
+		t.Fatalf("double owner: exit %d: %s %s", c, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "double_owner g/t-1: generation 5") {
+		t.Fatalf("anomaly not listed: %s", out.String())
+	}
+}
