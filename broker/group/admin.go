@@ -33,13 +33,14 @@ func (c *Coordinator) describeGroups(r Request, req *kmsg.DescribeGroupsRequest)
 				m := g.members[mid]
 				dm := kmsg.DescribeGroupsResponseGroupMember{
 					MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
-					ProtocolMetadata: []byte{}, MemberAssignment: []byte{},
+					ProtocolMetadata: []byte{}, MemberAssignment: nonNil(m.assignment),
 				}
-				// As Kafka's ClassicGroupMember.describe: metadata and
-				// assignment only once the group is Stable.
+				// As Kafka's ClassicGroupMember.describe and
+				// describeNoMetadata: the protocol metadata only once
+				// the group is Stable, the last assignment always (a
+				// rebalance from Stable keeps it until the next sync).
 				if g.state == stateStable {
 					dm.ProtocolMetadata = nonNil(m.metadata(deref(g.protocol)))
-					dm.MemberAssignment = nonNil(m.assignment)
 				}
 				out.Members = append(out.Members, dm)
 			}

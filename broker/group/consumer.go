@@ -61,8 +61,12 @@ type consumerGroup struct {
 	subMeta         string // fingerprint of the subscribed topics at the last epoch bump
 }
 
+// newConsumerGroup returns an empty consumer group at group epoch 1 and
+// target assignment epoch 1, as Kafka 4.x's ModernGroup and
+// TargetAssignmentMetadata.INITIAL: the first member's join bumps the group
+// to epoch 2.
 func newConsumerGroup(id string) *consumerGroup {
-	return &consumerGroup{id: id, members: map[string]*consumerMember{}, target: map[string]assignment{}}
+	return &consumerGroup{id: id, epoch: 1, assignmentEpoch: 1, members: map[string]*consumerMember{}, target: map[string]assignment{}}
 }
 
 func newConsumerMember(id string) *consumerMember {

@@ -18,8 +18,9 @@
 // group.consumer.migration.policy, migration.go): a consumer protocol member
 // joining a classic group upgrades it, classic members of a consumer group
 // are served by its state machine, and the group downgrades when its last
-// consumer protocol member leaves. DeleteTopics tombstones every group's
-// offsets of deleted topics (deleted.go), as Kafka does on topic deletion.
+// consumer protocol member leaves or is replaced by a classic static member
+// with its group.instance.id. DeleteTopics tombstones every group's offsets
+// of deleted topics (deleted.go), as Kafka does on topic deletion.
 //
 // Requests and responses are franz-go kmsg messages: the coordinator speaks
 // the protocol itself, so Kafka error codes are produced here rather than at

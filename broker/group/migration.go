@@ -32,7 +32,11 @@ import (
 //   - Downgrade: when the last member using the consumer protocol leaves or
 //     is fenced while classic members remain, the group becomes a classic
 //     group (convertToClassicGroup): Stable at the group epoch, each member's
-//     target assignment as its classic assignment, then a rebalance.
+//     target assignment as its classic assignment, then a rebalance. A
+//     classic static member that replaces the last consumer protocol member
+//     (same group.instance.id) downgrades the group too, taking over the
+//     replaced member's target assignment; the rebalance follows only when
+//     the join changed the subscriptions (the assignment is stale).
 
 // Values of group.consumer.migration.policy (Kafka's
 // ConsumerGroupMigrationPolicy); an unknown value acts as disabled.
@@ -258,19 +262,42 @@ func (c *Coordinator) validateOnlineDowngrade(g *consumerGroup, leaving string) 
 // to a classic group instead.
 func (c *Coordinator) fenceMember(g *consumerGroup, m *consumerMember) {
 	if c.validateOnlineDowngrade(g, m.id) {
-		c.convertToClassicGroup(g, m.id)
+		c.convertToClassicGroup(g, m.id, nil, g.epoch, true)
 		return
 	}
 	c.removeConsumerMember(g, m)
 }
 
+// validateOnlineDowngradeReplacing is Kafka's
+// validateOnlineDowngradeWithReplacedMember: the static member replaced by a
+// classic member's JoinGroup is the only member using the consumer protocol,
+// and the group fits a classic group. Unlike a departure, the group keeps its
+// size, so a group of one member qualifies.
+func (c *Coordinator) validateOnlineDowngradeReplacing(g *consumerGroup, replaced *consumerMember) bool {
+	if replaced.classic != nil {
+		return false
+	}
+	for _, o := range g.members {
+		if o.id != replaced.id && o.classic == nil {
+			return false
+		}
+	}
+	return c.downgradeEnabled() && len(g.members) <= c.cfg.MaxGroupSize
+}
+
 // convertToClassicGroup is Kafka's convertToClassicGroup with
-// ClassicGroup.fromConsumerGroup, for a downgrade caused by leaving's
-// departure: the classic group is Stable at the group epoch, the remaining
-// members carry their target assignments, and a rebalance starts.
-func (c *Coordinator) convertToClassicGroup(g *consumerGroup, leaving string) {
+// ClassicGroup.fromConsumerGroup. The downgrade is caused either by leaving's
+// departure, or by joining, a classic static member that replaced the last
+// consumer protocol member (leaving is then empty). The classic group is
+// Stable at generation, the group epoch before the causing request; the
+// other members come first and joining last, each with its target
+// assignment (joining inherited the replaced member's); a rebalance starts
+// if asked.
+func (c *Coordinator) convertToClassicGroup(g *consumerGroup, leaving string, joining *consumerMember, generation int32, rebalance bool) {
 	ids := sortedKeys(g.members)
-	// As ConsumerGroup.createGroupTombstoneRecords.
+	// As ConsumerGroup.createGroupTombstoneRecords (and
+	// createGroupTombstoneRecordsWithReplacedMember: the replaced member's
+	// records are already tombstoned, the joining member's follow).
 	for _, id := range ids {
 		c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, id), nil)
 	}
@@ -289,26 +316,31 @@ func (c *Coordinator) convertToClassicGroup(g *consumerGroup, leaving string) {
 
 	cl := newClassicGroup(g.id, c.nowMs())
 	cl.state = stateStable
-	cl.generation = g.epoch
+	cl.generation = generation
 	cl.protocolType = strp(consumerProtocolType)
-	for _, id := range ids {
-		m := g.members[id]
-		if id == leaving {
-			continue
-		}
+	add := func(m *consumerMember) {
 		cm := &classicMember{
-			id: id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
+			id: m.id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
 			rebalanceTimeout: m.rebalanceTimeout, sessionTimeout: m.classic.sessionTimeout,
 			protocolType: consumerProtocolType, protocols: append([]protocol(nil), m.classic.protocols...),
 		}
-		cl.members[id] = cm
-		cl.order = append(cl.order, id)
+		cl.members[m.id] = cm
+		cl.order = append(cl.order, m.id)
 		if m.instanceID != nil {
-			cl.static[*m.instanceID] = id
+			cl.static[*m.instanceID] = m.id
 		}
 		if cl.leader == nil {
-			cl.leader = strp(id)
+			cl.leader = strp(m.id)
 		}
+	}
+	for _, id := range ids {
+		if id == leaving || (joining != nil && id == joining.id) {
+			continue
+		}
+		add(g.members[id])
+	}
+	if joining != nil {
+		add(joining)
 	}
 	cl.protocol = strp(cl.selectProtocol())
 	for _, id := range cl.order {
@@ -321,7 +353,9 @@ func (c *Coordinator) convertToClassicGroup(g *consumerGroup, leaving string) {
 	for _, id := range cl.order {
 		c.scheduleClassicHeartbeat(cl, cl.members[id])
 	}
-	c.prepareRebalance(cl)
+	if rebalance {
+		c.prepareRebalance(cl)
+	}
 }
 
 func (c *Coordinator) cancelConsumerTimers(gid, mid string) {
@@ -394,8 +428,15 @@ func (c *Coordinator) classicJoinToConsumer(r Request, req *kmsg.JoinGroupReques
 
 	var m *consumerMember
 	isNew := false
+	// Step 4 of Kafka's classicGroupJoinToConsumerGroup: a static member
+	// replacing the last member using the consumer protocol downgrades the
+	// group. Kafka decides it on the group as it was before this join and
+	// builds the classic group at that group epoch.
+	downgrade := false
+	epochBefore := g.epoch
 	if req.InstanceID != nil {
 		existing := g.byInstance(*req.InstanceID)
+		downgrade = existing != nil && c.validateOnlineDowngradeReplacing(g, existing)
 		switch {
 		case existing == nil && !unknown:
 			fail(kerr.UnknownMemberID)
@@ -449,15 +490,31 @@ func (c *Coordinator) classicJoinToConsumer(r Request, req *kmsg.JoinGroupReques
 	if isNew || changedSub || g.fingerprint(c) != g.subMeta {
 		c.bumpGroupEpoch(g)
 	}
-	if g.epoch > g.assignmentEpoch {
+	// A downgrade skips the new target assignment; when this join made the
+	// assignment stale, the member is not reconciled either and the classic
+	// group rebalances instead.
+	stale := g.epoch > g.assignmentEpoch
+	if stale && !downgrade {
 		c.computeTarget(g)
 	}
-	if m.epoch != g.assignmentEpoch || m.state != memberStable {
+	if !(downgrade && stale) && (m.epoch != g.assignmentEpoch || m.state != memberStable) {
 		c.reconcile(g, m, c.ownedFromSubscription(sub))
 	}
 	if isNew || before.epoch != m.epoch || before.prevEpoch != m.prevEpoch || before.state != m.state ||
 		!before.assigned.equal(m.assigned) || !before.revoking.equal(m.revoking) {
 		c.storeCurrent(g, m)
+	}
+	resp := &kmsg.JoinGroupResponse{
+		Version:      req.Version,
+		Generation:   m.epoch,
+		ProtocolType: strp(consumerProtocolType),
+		Protocol:     strp(cm.firstProtocol().name),
+		MemberID:     m.id,
+	}
+	if downgrade {
+		c.convertToClassicGroup(g, "", m, epochBefore, stale)
+		c.reply(r.ID, resp)
+		return
 	}
 	// Classic members have a join and a sync timer instead of the
 	// revocation timer of consumer protocol members.
@@ -465,13 +522,7 @@ func (c *Coordinator) classicJoinToConsumer(r Request, req *kmsg.JoinGroupReques
 	c.cancel(cgJoinKey(g.id, m.id))
 	c.scheduleConsumerSession(g, m)
 	c.scheduleClassicFence(cgSyncKey(g.id, m.id), g.id, m.id, rebalance)
-	c.reply(r.ID, &kmsg.JoinGroupResponse{
-		Version:      req.Version,
-		Generation:   m.epoch,
-		ProtocolType: strp(consumerProtocolType),
-		Protocol:     strp(cm.firstProtocol().name),
-		MemberID:     m.id,
-	})
+	c.reply(r.ID, resp)
 }
 
 // classicMemberOf is Kafka's validateConsumerGroupMember followed by

@@ -29,7 +29,10 @@ import (
 // commit for unknown topics alone neither checks nor creates the group. The
 // coordinator's answers follow the refused topics (OffsetCommitResponse's
 // Builder.merge). A commit is answered only once its records are appended to
-// __consumer_offsets.
+// __consumer_offsets; when the append fails, every partition is answered
+// with the error as Kafka's CoordinatorOperationExceptionHelper maps it:
+// UNKNOWN_SERVER_ERROR for records larger than max.message.bytes of
+// __consumer_offsets, which a client must not retry.
 func init() { register(8, 2, 10, handleOffsetCommit) }
 
 func handleOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {

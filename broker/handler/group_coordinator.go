@@ -321,21 +321,24 @@ func (c *GroupCoordinator) TopicsDeleted(ctx context.Context) {
 
 // process appends what the state machine produced, one batch per
 // __consumer_offsets partition, then sends the replies. A failed append
-// answers the replies with COORDINATOR_NOT_AVAILABLE and reloads the
-// partition from the log, so memory never runs ahead of what is durable.
+// answers the replies of that partition's groups with the write error as
+// Kafka maps it (coordinatorWriteErrorCode) and reloads the partition from
+// the log, so memory never runs ahead of what is durable, as Kafka's
+// CoordinatorRuntime reverts a shard to its last committed state. Replies
+// of groups on other partitions are sent as they are.
 func (c *GroupCoordinator) process() {
 	for {
 		rd := c.m.Ready()
 		if rd.Empty() {
 			return
 		}
-		failed := map[int32]error{}
+		failed := map[int32]int16{}
 		for _, b := range batchRecords(rd.Records) {
-			if failed[b.partition] != nil {
+			if _, ok := failed[b.partition]; ok {
 				continue
 			}
 			if err := c.appendBatch(b); err != nil {
-				failed[b.partition] = err
+				failed[b.partition] = coordinatorWriteErrorCode(err)
 				c.env.logger().Warn("appending to __consumer_offsets", "partition", b.partition, "err", err)
 			}
 		}
@@ -345,8 +348,8 @@ func (c *GroupCoordinator) process() {
 				continue
 			}
 			delete(c.waiters, r.ID)
-			if len(failed) > 0 {
-				w.ch <- group.ErrorResponse(w.req, kerr.CoordinatorNotAvailable.Code)
+			if code, ok := c.failedCode(w.req, failed); ok {
+				w.ch <- group.ErrorResponse(w.req, code)
 				continue
 			}
 			w.ch <- r.Msg
@@ -354,6 +357,43 @@ func (c *GroupCoordinator) process() {
 		for n := range failed {
 			c.reload(n)
 		}
+	}
+}
+
+// failedCode returns the error code of the first of req's groups whose
+// __consumer_offsets partition failed its append.
+func (c *GroupCoordinator) failedCode(req kmsg.Request, failed map[int32]int16) (int16, bool) {
+	if len(failed) == 0 {
+		return 0, false
+	}
+	for _, g := range group.GroupIDs(req) {
+		if code, ok := failed[c.m.Partition(g)]; ok {
+			return code, true
+		}
+	}
+	return 0, false
+}
+
+// coordinatorWriteErrorCode maps a failed append of coordinator records to
+// the code a group API answers, as Kafka's
+// CoordinatorOperationExceptionHelper.handleOperationException: errors of
+// the log's availability become retriable coordinator errors, errors of the
+// records' size become UNKNOWN_SERVER_ERROR (a client must not retry a
+// commit that can never fit), and others pass through.
+func coordinatorWriteErrorCode(err error) int16 {
+	switch code := ErrorCode(err); code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
+		return kerr.UnknownServerError.Code
+	case kerr.NetworkException.Code:
+		// Kafka: older clients retry COORDINATOR_LOAD_IN_PROGRESS
+		// correctly, NETWORK_EXCEPTION not always.
+		return kerr.CoordinatorLoadInProgress.Code
+	default:
+		return code
 	}
 }
 
@@ -386,7 +426,8 @@ func batchRecords(recs []group.Record) []offsetsBatch {
 func (c *GroupCoordinator) appendBatch(b offsetsBatch) error {
 	p := c.parts[b.partition]
 	if p == nil {
-		return fmt.Errorf("%s-%d not hosted", consumerOffsetsTopic, b.partition)
+		// Not led here: NOT_COORDINATOR, as Kafka's NOT_LEADER_OR_FOLLOWER.
+		return fmt.Errorf("%w: %s-%d not hosted", partition.ErrDeleted, consumerOffsetsTopic, b.partition)
 	}
 	now := c.env.now().UnixMilli()
 	recs := make([]record.Rec, 0, len(b.recs))
