@@ -236,12 +236,24 @@ func (c *TxnCoordinator) appendState(s *txnShard, w txn.Write) error {
 		return err
 	}
 	if _, err := s.p.AppendCoordinator(b); err != nil {
-		if errors.Is(err, partition.ErrDeleted) || errors.Is(err, log.ErrClosed) {
-			return fmt.Errorf("%w: %w", txn.ErrNotCoordinator, err)
-		}
-		return err
+		return txnAppendError(err)
 	}
 	return nil
+}
+
+// txnAppendError maps a failed __transaction_state append to the error the
+// client gets, as TransactionStateManager.appendTransactionToLog does: a
+// partition no longer led here or a storage failure is NOT_COORDINATOR, a
+// record too large for the topic UNKNOWN_SERVER_ERROR; anything else leaves
+// the coordinator unavailable, so the client retries.
+func txnAppendError(err error) error {
+	switch {
+	case errors.Is(err, partition.ErrDeleted), errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrStorage):
+		return fmt.Errorf("%w: %v", txn.ErrNotCoordinator, err)
+	case errors.Is(err, log.ErrMessageTooLarge):
+		return fmt.Errorf("%w: %v", txn.ErrUnknown, err)
+	}
+	return err
 }
 
 // errNoTxnState answers reads of transaction state before any transaction
