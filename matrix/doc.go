@@ -9,7 +9,9 @@
 // the history recorder (history.go). Client libraries sit behind
 // matrix/driver; each in-process Go driver is a subpackage that registers
 // itself, and out-of-process drivers speak the JSON protocol documented in
-// matrix/README.md.
+// matrix/README.md. The version negotiation cell (scenario_versions.go)
+// puts faults/proxy between a client and the target, with a toxic that
+// records request versions and changes nothing.
 //
 // `go test ./matrix/...` runs it; MATRIX_TARGETS, MATRIX_CLIENTS and
 // MATRIX_REPORT_DIR select targets, clients and where the report goes. The

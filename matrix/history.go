@@ -36,6 +36,9 @@ type Op struct {
 	Txn           string     `json:"txn,omitempty"`
 	Group         string     `json:"group,omitempty"`
 	Commit        *bool      `json:"commit,omitempty"`
+	// Next is where a fetch's client continues, markers included
+	// (linearizability/README.md); only from drivers that expose it.
+	Next *int64 `json:"next,omitempty"`
 }
 
 // OpRecord is one record a fetch returned.
@@ -262,6 +265,9 @@ func (r *recorded) Consume(ctx context.Context, req driver.Consume) (driver.Cons
 	}
 	if res.HighWatermark >= 0 {
 		op.HighWatermark = i64(res.HighWatermark)
+	}
+	if err == nil && res.Error == nil && res.Next != nil {
+		op.Next = i64(*res.Next)
 	}
 	r.h.write(op)
 	return res, err

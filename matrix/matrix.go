@@ -20,7 +20,18 @@ const (
 	StatusPass        = "pass"
 	StatusFail        = "fail"
 	StatusUnsupported = "unsupported"
+	// StatusClientFault is a cell whose client library breaks the
+	// scenario's property by itself, whatever the broker: a known defect
+	// of the client, named with its evidence in the detail. Like
+	// unsupported, it is compared across targets but fails no test.
+	StatusClientFault = "client-fault"
 )
+
+// ErrClientFault marks a scenario error as a known defect of the client
+// library rather than of the broker or the scenario; the cell becomes
+// StatusClientFault. Scenarios return it only for defects they list by
+// client, so an unexpected failure still fails.
+var ErrClientFault = errors.New("known client defect")
 
 // Cell is one result: a scenario run by a client (and, for cross-client
 // scenarios, read back by a peer client).
@@ -223,6 +234,8 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 			switch {
 			case errors.Is(err, driver.ErrUnsupported):
 				cell.Status, cell.Detail = StatusUnsupported, err.Error()
+			case errors.Is(err, ErrClientFault):
+				cell.Status, cell.Detail = StatusClientFault, err.Error()
 			case err != nil:
 				cell.Status = StatusFail
 				cell.Detail = joinDetail(err.Error(), detail)

@@ -40,7 +40,7 @@ func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the compatibility matrix starts brokers; skipped with -short")
 	}
-	// About 6.5 minutes for both targets and six clients once cached; the
+	// About 8 minutes for both targets and six clients once cached; the
 	// first run also provisions Apache Kafka, Python and Java drivers.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -150,7 +150,7 @@ func summary(reports []matrix.TargetReport) {
 		for _, c := range r.Cells {
 			n[c.Status]++
 		}
-		fmt.Fprintf(os.Stderr, "matrix: %-13s %4d pass %4d fail %4d unsupported  %s\n", r.Target, n[matrix.StatusPass], n[matrix.StatusFail], n[matrix.StatusUnsupported], r.BrokerVersion)
+		fmt.Fprintf(os.Stderr, "matrix: %-13s %4d pass %4d fail %4d unsupported %4d client-fault  %s\n", r.Target, n[matrix.StatusPass], n[matrix.StatusFail], n[matrix.StatusUnsupported], n[matrix.StatusClientFault], r.BrokerVersion)
 	}
 	fmt.Fprintf(os.Stderr, "matrix: %d differences from Apache Kafka\n", len(matrix.Differences(reports)))
 }

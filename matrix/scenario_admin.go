@@ -205,11 +205,13 @@ func Catalogue() []Scenario {
 		acksScenario("acks=0", driver.Produce{Acks: 0}),
 		acksScenario("acks=1", driver.Produce{Acks: 1}),
 		acksScenario("acks=all", driver.Produce{Acks: -1}),
+		acksScenario("acks=all-5-in-flight", driver.Produce{Acks: -1, MaxInFlight: 5, LingerMs: 1}),
 		acksScenario("idempotent", driver.Produce{Acks: -1, Idempotent: true}),
+		acksScenario("idempotent-1-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 1, LingerMs: 1}),
 		acksScenario("idempotent-5-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 5, LingerMs: 1}),
-		listOffsetsScenario, deleteRecordsScenario)
+		listOffsetsScenario, deleteRecordsScenario, emptyAndPastEndScenario)
 	s = append(s, groupScenarios()...)
-	s = append(s, transactionsScenario, transformScenario, fencingScenario, errorsScenario, unknownGroupScenario)
+	s = append(s, transactionsScenario, transformScenario, fencingScenario, compactionScenario, versionsScenario, errorsScenario, unknownGroupScenario)
 	return s
 }
 
@@ -217,9 +219,12 @@ func Catalogue() []Scenario {
 // gets: no auto-creation, so that scenario 9 sees unknown topics; no
 // initial rebalance delay, so that each group join does not wait 3 s; and
 // session timeouts down to 1 s (Kafka's floor is 6 s), so that the crash
-// cells wait for a dead member only briefly.
+// cells wait for a dead member only briefly; and a cleaner that looks for
+// work every 100 ms (Kafka's default is 15 s), so that the compaction cells
+// see a cleaned log within seconds.
 var BrokerOverrides = map[string]string{
 	"auto.create.topics.enable":        "false",
+	"log.cleaner.backoff.ms":           "100",
 	"group.initial.rebalance.delay.ms": "0",
 	"group.min.session.timeout.ms":     "1000",
 }

@@ -177,3 +177,69 @@ var deleteRecordsScenario = Scenario{
 		return "low watermark 4; reset none → OFFSET_OUT_OF_RANGE, earliest → 4, latest → nothing", nil
 	},
 }
+
+// emptyAndPastEndScenario is scenario 6's edges of a partition (HARNESS 5):
+// reading an empty partition from offset 0 or from earliest returns nothing
+// and no error (offset 0 is the log end, a valid position); reading at the
+// end of a partition with records waits without an error; reading past the
+// end is OFFSET_OUT_OF_RANGE with reset none (Kafka's
+// ReplicaManager.readFromLog), starts at offset 0 with reset earliest, and
+// waits at the end with reset latest.
+var emptyAndPastEndScenario = Scenario{
+	ID:    "6.empty-and-past-end",
+	Title: "reading an empty partition, at the end, and past the end with reset none/earliest/latest",
+	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
+		topic := e.Topic("edges-" + d.Client())
+		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+			return "", err
+		}
+		waitNothing := func(ctx context.Context, what string, req driver.Consume) error {
+			req.Topic, req.Count, req.TimeoutMs = topic, 1, 800
+			res, err := d.Consume(ctx, req)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if res.Error != nil || len(res.Records) != 0 {
+				return fmt.Errorf("%s: error %v and %d records, want neither", what, res.Error, len(res.Records))
+			}
+			return nil
+		}
+		if err := waitNothing(ctx, "read an empty partition from 0", driver.Consume{From: 0}); err != nil {
+			return "", err
+		}
+		if err := waitNothing(ctx, "read an empty partition from earliest", driver.Consume{From: -2}); err != nil {
+			return "", err
+		}
+		recs := make([]driver.Record, 3)
+		for i := range recs {
+			recs[i] = driver.Record{Partition: 0, Value: []byte(fmt.Sprintf("%s-%d", topic, i))}
+		}
+		if _, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: recs, Acks: -1}); err != nil {
+			return "", err
+		}
+		if err := waitNothing(ctx, "read at the end (offset 3)", driver.Consume{From: 3}); err != nil {
+			return "", err
+		}
+		// A read that resets is left out of the history, whose fetches
+		// start where they were asked to.
+		hctx := WithoutHistory(ctx)
+		res, err := d.Consume(hctx, driver.Consume{Topic: topic, From: 10, Count: 1, TimeoutMs: 5000, Reset: "none"})
+		if err != nil {
+			return "", fmt.Errorf("read past the end with reset none: %w", err)
+		}
+		if res.Error == nil || res.Error.Code != "OFFSET_OUT_OF_RANGE" {
+			return "", fmt.Errorf("read past the end with reset none: error %v and %d records, want OFFSET_OUT_OF_RANGE", res.Error, len(res.Records))
+		}
+		res, err = d.Consume(hctx, driver.Consume{Topic: topic, From: 10, Count: 3, TimeoutMs: 10000, Reset: "earliest"})
+		if err != nil {
+			return "", fmt.Errorf("read past the end with reset earliest: %w", err)
+		}
+		if res.Error != nil || len(res.Records) != 3 || res.Records[0].Offset != 0 || string(res.Records[2].Value) != topic+"-2" {
+			return "", fmt.Errorf("read past the end with reset earliest: error %v, %d records, want offsets 0..2", res.Error, len(res.Records))
+		}
+		if err := waitNothing(hctx, "read past the end with reset latest", driver.Consume{From: 10, Reset: "latest"}); err != nil {
+			return "", err
+		}
+		return "empty partition: nothing; at the end: waits; past the end: none → OFFSET_OUT_OF_RANGE, earliest → 0, latest → waits", nil
+	},
+}

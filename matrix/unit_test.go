@@ -158,11 +158,17 @@ func sampleReports() []TargetReport {
 			{Scenario: "1.admin", Client: "a", Status: StatusPass},
 			{Scenario: "3.cross", Client: "a", Peer: "b", Status: StatusPass},
 			{Scenario: "5.x", Client: "b", Status: StatusUnsupported, Detail: "no <x>"},
+			{Scenario: "7.y", Client: "b", Status: StatusClientFault, Detail: "commits unpolled records"},
+			{Scenario: "7.z", Client: "b", Status: StatusClientFault, Detail: "commits unpolled records"},
 		}},
 		{Target: TargetCascade, BrokerVersion: "Cascade", Cells: []Cell{
 			{Scenario: "1.admin", Client: "a", Status: StatusPass},
 			{Scenario: "3.cross", Client: "a", Peer: "b", Status: StatusFail, Detail: "offset 3: value <bad>"},
 			{Scenario: "5.x", Client: "b", Status: StatusUnsupported, Detail: "no <x>"},
+			// A client defect that showed on one target only is the
+			// client's timing, not a difference; a failure is one.
+			{Scenario: "7.y", Client: "b", Status: StatusPass},
+			{Scenario: "7.z", Client: "b", Status: StatusFail, Detail: "timeout"},
 		}},
 	}
 }
@@ -170,8 +176,9 @@ func sampleReports() []TargetReport {
 func TestDifferencesAndReports(t *testing.T) {
 	reps := sampleReports()
 	diffs := Differences(reps)
-	if len(diffs) != 1 || diffs[0].Scenario != "3.cross" || diffs[0].Target != TargetCascade ||
-		diffs[0].OracleStatus != StatusPass || diffs[0].TargetStatus != StatusFail {
+	if len(diffs) != 2 || diffs[0].Scenario != "3.cross" || diffs[0].Target != TargetCascade ||
+		diffs[0].OracleStatus != StatusPass || diffs[0].TargetStatus != StatusFail ||
+		diffs[1].Scenario != "7.z" || diffs[1].OracleStatus != StatusClientFault {
 		t.Fatalf("differences %+v", diffs)
 	}
 	if d := Differences(reps[1:]); d != nil {
@@ -186,14 +193,14 @@ func TestDifferencesAndReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &back); err != nil || back.Target != "cascade" || len(back.Cells) != 3 {
+	if err := json.Unmarshal(b, &back); err != nil || back.Target != "cascade" || len(back.Cells) != 5 {
 		t.Fatalf("cascade.json round trip: %v %+v", err, back)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "cascade.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Differences from Apache Kafka (1)", "| 3.cross → read by b |", "❌ fail", "offset 3: value <bad>"} {
+	for _, want := range []string{"## Differences from Apache Kafka (2)", "| 3.cross → read by b |", "❌ fail", "offset 3: value <bad>"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("cascade.md lacks %q:\n%s", want, md)
 		}
@@ -202,7 +209,7 @@ func TestDifferencesAndReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Differences from Apache Kafka (1)", `class="cell fail diff"`, "value &lt;bad&gt;", "<th>apache-kafka</th><th>cascade</th>"} {
+	for _, want := range []string{"Differences from Apache Kafka (2)", `class="cell fail diff"`, `class="cell client-fault"`, "value &lt;bad&gt;", "<th>apache-kafka</th><th>cascade</th>"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("index.html lacks %q", want)
 		}
@@ -227,7 +234,8 @@ func (f *fakeDriver) Produce(context.Context, driver.Produce) (driver.ProduceRes
 }
 
 func (f *fakeDriver) Consume(context.Context, driver.Consume) (driver.ConsumeResult, error) {
-	return driver.ConsumeResult{HighWatermark: 2, Records: []driver.Record{{Offset: 0, Value: []byte("v0")}, {Offset: 1, Value: nil}}}, nil
+	next := int64(3) // A marker at offset 2 follows the records.
+	return driver.ConsumeResult{HighWatermark: 2, Records: []driver.Record{{Offset: 0, Value: []byte("v0")}, {Offset: 1, Value: nil}}, Next: &next}, nil
 }
 
 func (f *fakeDriver) GroupConsume(context.Context, driver.GroupConsume) (driver.GroupConsumeResult, error) {
@@ -326,8 +334,8 @@ func TestHistoryFormat(t *testing.T) {
 		t.Errorf("acknowledged produce without offset: %v", ops[0])
 	}
 	recs := ops[4]["records"].([]any)
-	if len(recs) != 2 || recs[1].(map[string]any)["value"] != "null:t-0@1" || ops[4]["high_watermark"] != float64(2) || ops[4]["isolation"] != "read_uncommitted" {
-		t.Errorf("fetch line %v: want two records, the null one as a stand-in, high watermark 2", ops[4])
+	if len(recs) != 2 || recs[1].(map[string]any)["value"] != "null:t-0@1" || ops[4]["high_watermark"] != float64(2) || ops[4]["isolation"] != "read_uncommitted" || ops[4]["next"] != float64(3) {
+		t.Errorf("fetch line %v: want two records, the null one as a stand-in, high watermark 2, next 3", ops[4])
 	}
 	if ops[5]["kind"] != "latest" || ops[5]["offset"] != float64(2) {
 		t.Errorf("list_offsets line %v", ops[5])
@@ -355,6 +363,9 @@ func TestRunCellStatuses(t *testing.T) {
 		{ID: "c", Run: func(context.Context, *Env, driver.Driver) (string, error) { return "", driver.Unsupported("lacks it") }},
 		{ID: "d", Run: func(context.Context, *Env, driver.Driver) (string, error) { panic("bad driver") }},
 		{ID: "e", Pair: func(_ context.Context, _ *Env, p, c driver.Driver) (string, error) { return "pair", nil }},
+		{ID: "f", Run: func(context.Context, *Env, driver.Driver) (string, error) {
+			return "", fmt.Errorf("%w: commits what it never returned", ErrClientFault)
+		}},
 	}
 	var progress strings.Builder
 	cells, _ := Run(context.Background(), e, []string{name, "missing-client"}, scen, nil, &progress)
@@ -364,7 +375,7 @@ func TestRunCellStatuses(t *testing.T) {
 	}
 	want := map[string]string{
 		"a|" + name + "|": StatusPass, "b|" + name + "|": StatusFail, "c|" + name + "|": StatusUnsupported,
-		"d|" + name + "|": StatusFail, "e|" + name + "|" + name: StatusPass,
+		"d|" + name + "|": StatusFail, "e|" + name + "|" + name: StatusPass, "f|" + name + "|": StatusClientFault,
 		"a|missing-client|": StatusFail, "e|" + name + "|missing-client": StatusFail,
 	}
 	for k, w := range want {

@@ -258,6 +258,12 @@ type ConsumeResult struct {
 	Records       []Record `json:"records"`
 	HighWatermark int64    `json:"high_watermark"` // -1 when the client does not expose it
 	Error         *Error   `json:"error,omitempty"`
+	// Next, when the client exposes it, is where the client continues
+	// after what it returned: one past the last record or control record
+	// (transaction marker) it fetched, which may pass the last data
+	// record. A lower bound is allowed; a value past where the client
+	// really continues is not. Nil when unknown.
+	Next *int64 `json:"next,omitempty"`
 }
 
 // ListOffsets is the list_offsets command. Kind is "earliest", "latest" or
@@ -345,6 +351,14 @@ type GroupConsume struct {
 	// crashed process does, detected only by its session timeout. Only
 	// for a driver running in its own process.
 	Crash bool `json:"crash,omitempty"`
+	// AutoCommitIntervalMs, when positive, turns the client's own
+	// auto-commit on (enable.auto.commit=true) with this
+	// auto.commit.interval.ms, instead of the explicit commit of Commit
+	// (which must then be false). Every record the client's poll returned
+	// is in the result, even past Count, since those are what an
+	// auto-committing client may commit; the member then closes as usual
+	// (clients commit on close) or, with Crash, stays open.
+	AutoCommitIntervalMs int `json:"auto_commit_interval_ms,omitempty"`
 }
 
 // GroupConsumeResult is the group_consume result: the records returned, in

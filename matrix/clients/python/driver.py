@@ -280,6 +280,11 @@ class ConfluentDriver(ConfluentTxn):
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 200,
         }
+        if args.get("auto_commit_interval_ms"):
+            # librdkafka auto-commits stored offsets; an offset is stored as
+            # poll returns its message (enable.auto.offset.store=true).
+            conf["enable.auto.commit"] = True
+            conf["auto.commit.interval.ms"] = args["auto_commit_interval_ms"]
         protocol, assignor = args.get("protocol") or "classic", args.get("assignor")
         if protocol == "classic":
             if assignor:
@@ -661,6 +666,11 @@ class KafkaPythonDriver(KafkaPythonTxn):
         conf = {"bootstrap_servers": self.bootstrap, "client_id": "matrix-py-kafka-group", "group_id": args["group"],
                 "enable_auto_commit": False, "auto_offset_reset": "earliest", "fetch_max_wait_ms": 200,
                 "request_timeout_ms": REQUEST_TIMEOUT_S * 1000}
+        if args.get("auto_commit_interval_ms"):
+            # kafka-python commits the positions of polled records, in poll
+            # and in close (autocommit=True).
+            conf["enable_auto_commit"] = True
+            conf["auto_commit_interval_ms"] = args["auto_commit_interval_ms"]
         if assignor:
             conf["partition_assignment_strategy"] = (self._assignor(assignor),)
         if args.get("instance_id"):

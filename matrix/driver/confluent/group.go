@@ -24,7 +24,7 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		"bootstrap.servers":  d.bootstrap,
 		"client.id":          "matrix-confluent-group",
 		"group.id":           req.Group,
-		"enable.auto.commit": false,
+		"enable.auto.commit": req.AutoCommitIntervalMs > 0,
 		"auto.offset.reset":  "earliest",
 		"fetch.wait.max.ms":  200,
 	}
@@ -41,6 +41,11 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		cfg["group.protocol"] = "consumer" // KIP-848, librdkafka 2.4+.
 	default:
 		return driver.GroupConsumeResult{}, fmt.Errorf("confluent-kafka-go: unknown group protocol %q", req.Protocol)
+	}
+	if req.AutoCommitIntervalMs > 0 {
+		// librdkafka auto-commits stored offsets; an offset is stored as
+		// Poll returns its message (enable.auto.offset.store=true).
+		cfg["auto.commit.interval.ms"] = req.AutoCommitIntervalMs
 	}
 	if req.InstanceID != "" {
 		cfg["group.instance.id"] = req.InstanceID

@@ -343,7 +343,10 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-consumer"), kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{req.Topic: {req.Partition: start}}),
-		kgo.FetchMaxWait(200 * time.Millisecond)}
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		// Control records (transaction markers) come back as records, so
+		// that Next can count them; they are not returned as data.
+		kgo.KeepControlRecords()}
 	switch req.Reset {
 	case "", "none":
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
@@ -384,6 +387,16 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			res.HighWatermark = p.HighWatermark
 			for _, r := range p.Records {
+				// kgo continues after the last record it handed out; an
+				// aborted batch it dropped under read_committed after that
+				// is not counted, which keeps Next a lower bound.
+				next := r.Offset + 1
+				if res.Next == nil || next > *res.Next {
+					res.Next = &next
+				}
+				if r.Attrs.IsControl() {
+					continue
+				}
 				dr := driver.Record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
 					TimestampMs: r.Timestamp.UnixMilli()}
 				for _, h := range r.Headers {

@@ -26,7 +26,7 @@ func balancer(name string) (kgo.GroupBalancer, error) {
 
 func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver.GroupConsumeResult, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-group"), kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.ConsumerGroup(req.Group), kgo.ConsumeTopics(req.Topic), kgo.DisableAutoCommit(),
+		kgo.ConsumerGroup(req.Group), kgo.ConsumeTopics(req.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}
 	switch req.Protocol {
 	case "", "classic":
@@ -43,6 +43,12 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
 	default:
 		return driver.GroupConsumeResult{}, fmt.Errorf("franz-go: unknown group protocol %q", req.Protocol)
+	}
+	if req.AutoCommitIntervalMs > 0 {
+		// kgo autocommits the offsets of records already polled.
+		opts = append(opts, kgo.AutoCommitInterval(time.Duration(req.AutoCommitIntervalMs)*time.Millisecond))
+	} else {
+		opts = append(opts, kgo.DisableAutoCommit())
 	}
 	if req.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(req.InstanceID))

@@ -65,7 +65,13 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	cfg.ClientID = "matrix-sarama-group"
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	// With auto-commit, sarama commits the offsets of marked messages in
+	// the background and when the session ends; the handler marks each
+	// message it keeps.
+	cfg.Consumer.Offsets.AutoCommit.Enable = req.AutoCommitIntervalMs > 0
+	if req.AutoCommitIntervalMs > 0 {
+		cfg.Consumer.Offsets.AutoCommit.Interval = time.Duration(req.AutoCommitIntervalMs) * time.Millisecond
+	}
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	switch req.Assignor {
 	case "":

@@ -567,7 +567,17 @@ public final class Driver {
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "matrix-java-group");
         p.put(ConsumerConfig.GROUP_ID_CONFIG, text(a, "group"));
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol); // "consumer" is KIP-848.
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        // With auto-commit the consumer commits the positions after the
+        // records poll returned, in later polls and in close; the command
+        // then returns every record poll returned, even past count.
+        int autoCommitMs = a.path("auto_commit_interval_ms").asInt(0);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, autoCommitMs > 0);
+        if (autoCommitMs > 0) {
+            p.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, autoCommitMs);
+            // Poll returns at most count records, so that the consumer
+            // holds fetched records it has not returned.
+            p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Math.max(a.path("count").asInt(1), 1));
+        }
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 200);
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
@@ -614,7 +624,7 @@ public final class Driver {
                     break;
                 }
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(Math.min(left, 200)))) {
-                    if (recs.size() >= count) {
+                    if (recs.size() >= count && autoCommitMs <= 0) {
                         break;
                     }
                     recordJson(recs, r);
