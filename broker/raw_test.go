@@ -138,7 +138,7 @@ func TestApiVersions(t *testing.T) {
 	req.SetVersion(3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1.0"
 	resp := rc.do(req).(*kmsg.ApiVersionsResponse)
-	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {1, 11}, 3: {0, 13}, 8: {2, 10}, 9: {1, 10}, 18: {0, 4}, 22: {0, 5}, 23: {2, 4}, 27: {1, 2}}
+	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {1, 11}, 3: {0, 13}, 8: {2, 10}, 9: {1, 10}, 18: {0, 5}, 22: {0, 5}, 23: {2, 4}, 27: {1, 2}}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
@@ -167,7 +167,7 @@ func TestApiVersions(t *testing.T) {
 	if err := v0.ReadFrom(rf[4:]); err != nil || v0.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("v99: %v code %d", err, v0.ErrorCode)
 	}
-	if len(v0.ApiKeys) != 1 || v0.ApiKeys[0].ApiKey != 18 || v0.ApiKeys[0].MaxVersion != 4 {
+	if len(v0.ApiKeys) != 1 || v0.ApiKeys[0].ApiKey != 18 || v0.ApiKeys[0].MaxVersion != 5 {
 		t.Fatalf("v99 answer lists %+v", v0.ApiKeys)
 	}
 }

@@ -81,12 +81,29 @@
 // Apache Kafka 4.4.0 itself fails the transactional checks now and then
 // after a kill-9: on restart its transaction coordinator aborts a
 // timed-out transaction before the controller has given the topic's
-// partitions a leader again, finds no leader, logs that the partitions
-// are "likely deleted already and hence can be skipped"
-// (TransactionMarkerChannelManager) and completes the abort without
+// partitions a leader again, finds no leader, logs at INFO "Couldn't find
+// leader endpoint for partitions Set(…) while trying to send transaction
+// markers for <transactional.id>, these partitions are likely deleted
+// already and hence can be skipped" (TransactionMarkerChannelManager),
+// and completes the abort (PrepareAbort, then CompleteAbort) without
 // markers; the transaction's records stay open until the producer's next
 // marker, usually a commit, exposes them (aborted_read, mixed_outcome).
-// A failing run prints those broker log lines next to the anomaly.
+// For the Apache Kafka target only, the suite matches each such anomaly
+// with the broker's log (ExplainSkippedMarkers, kafkadefect.go): it is
+// Kafka's defect when its transaction has no acknowledged commit and a
+// skipped-marker line names the transaction's transactional.id and the
+// partition where its records read as committed, names no partition the
+// transaction did not address, and is stamped between the transaction's
+// first produce there and the first acknowledged produce of the
+// transactional.id's next transaction (the run ties the log's wall clock
+// to the history's with a ClockAnchor; a line explains one transaction).
+// The line carries no producer id, epoch or transaction, so this is as
+// precise as the log allows. Such anomalies are listed with their log line
+// in the test log and in findings.md as "APACHE KAFKA DEFECT REPRODUCED",
+// and the run keeps its artifacts; any anomaly not so explained, or
+// dropped past the report's cap, fails the run, and Cascade's run gets no
+// allowance. A failing run prints the broker's skipped-marker lines next
+// to the anomaly.
 //
 // The Kafka run and the Java clients need java and mvn
 // (matrix/apachekafka, matrix/clients/java) and are skipped, saying so,
@@ -95,5 +112,5 @@
 // artifacts and prints their directory: history.jsonl, faults.log (faults
 // stamped on the history's clock), clients.log, the broker's log, its data
 // dir and datadir.txt (a listing), porcupine.html for the failing
-// partition, and liveness.md.
+// partition, liveness.md, and for the Kafka run findings.md.
 package faults

@@ -63,6 +63,10 @@ type run struct {
 	java    driver.Opener
 	// name is the target's name in the liveness report.
 	name string
+	// kafkaDefects is set for Apache Kafka only: its anomalies that its
+	// skipped transaction markers explain (kafkadefect.go) are reported as
+	// a defect reproduced instead of failing the run.
+	kafkaDefects bool
 }
 
 func seed() uint64 {
@@ -165,7 +169,8 @@ func TestSingleNodeKafka(t *testing.T) {
 	k := Kafka{Broker: b}
 	s := seed()
 	r := &run{t: t, seed: s, dir: dir, target: k, logPath: b.LogPath(), dataDir: b.DataDir(),
-		faults: []Fault{CrashFault(k), PauseFault(k, s)}, java: jv, name: "Apache Kafka " + dist.Version()}
+		faults: []Fault{CrashFault(k), PauseFault(k, s)}, java: jv, name: "Apache Kafka " + dist.Version(),
+		kafkaDefects: true}
 	keep := r.run(ctx)
 	if err := b.Stop(); err != nil {
 		t.Logf("stopping kafka: %v", err)
@@ -252,6 +257,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		t.Fatal(err)
 	}
 	rec := lin.NewRecorder(hist)
+	clock := ClockAnchor{Wall: time.Now(), Ns: rec.Now()}
 	w := &Workload{Bootstrap: p.Addr(), Topic: topic, Partitions: partitions,
 		Producers: 2, Consumers: 2, ConfluentProducers: 2,
 		Group: "faults-group", Rec: rec, Seed: r.seed, ClientLog: clients,
@@ -333,16 +339,64 @@ func (r *run) run(ctx context.Context) (keep bool) {
 			t.Errorf("no %s* produce was acknowledged", c)
 		}
 	}
-	if !rep.Valid() {
+	valid, known := r.judge(h, rep, clock)
+	if len(known) > 0 {
+		// A reproduced defect is evidence, not a pass: its artifacts stay.
+		keep = true
+	}
+	if !valid {
 		r.explainSkippedMarkers()
 	}
-	if !rep.Valid() || derr != nil || t.Failed() {
+	if !valid || derr != nil || t.Failed() {
 		r.keepArtifacts(h, rep)
 		t.Errorf("seed %d failed; artifacts in %s (history.jsonl, faults.log, clients.log, %s, datadir.txt, porcupine.html)",
 			r.seed, r.dir, filepath.Base(r.logPath))
 		return true
 	}
-	return false
+	return keep
+}
+
+// judge decides whether the check's report fails the run. For Apache
+// Kafka the anomalies its skipped transaction markers explain are written
+// to findings.md and the test log as a reproduced Kafka defect; every
+// other anomaly, and any dropped past the report's cap (which cannot be
+// matched), fails the run. Cascade gets no allowance.
+func (r *run) judge(h []lin.Op, rep *lin.Report, clock ClockAnchor) (valid bool, known []KnownDefect) {
+	t := r.t
+	rest := rep.Anomalies
+	if r.kafkaDefects && len(rest) > 0 {
+		b, err := os.ReadFile(r.logPath)
+		if err != nil {
+			t.Errorf("reading the broker log to match anomalies: %v", err)
+			return false, nil
+		}
+		lines, err := ParseSkippedMarkers(b, time.Local)
+		if err != nil {
+			t.Errorf("matching anomalies with the broker log: %v", err)
+			return false, nil
+		}
+		known, rest = ExplainSkippedMarkers(h, rep, lines, clock)
+	}
+	if r.kafkaDefects {
+		md := FindingsMarkdown(r.name, known)
+		if err := os.WriteFile(filepath.Join(r.dir, "findings.md"), []byte(md), 0o644); err != nil {
+			t.Errorf("writing findings.md: %v", err)
+		}
+		for _, d := range known {
+			t.Logf("APACHE KAFKA DEFECT REPRODUCED (skipped transaction markers, see findings.md): %s", d)
+		}
+	}
+	dropped := 0
+	for k, n := range rep.Dropped {
+		if k != lin.KindUnseen {
+			dropped += n
+		}
+	}
+	if len(known) > 0 {
+		t.Logf("%d of %d anomalies are Apache Kafka's skipped-marker defect; %d unexplained, %d dropped unmatched",
+			len(known), len(rep.Anomalies), len(rest), dropped)
+	}
+	return len(rest) == 0 && dropped == 0, known
 }
 
 // livenessBound is how long a client may go without a successful
@@ -427,15 +481,6 @@ func acked(h []lin.Op, prefix string) int {
 	}
 	return n
 }
-
-// skippedMarkers is what Apache Kafka's TransactionMarkerChannelManager
-// logs when it completes a transaction without writing its markers to
-// partitions whose leader it cannot find (it takes them for deleted
-// topics). After a restart that happens to partitions the controller has
-// not yet given a leader again, when the coordinator aborts a timed-out
-// transaction right away; the transaction's records there then stay open
-// until the producer's next marker, a commit, exposes them.
-const skippedMarkers = "likely deleted already and hence can be skipped"
 
 // explainSkippedMarkers logs the broker's skipped-marker lines, if any,
 // next to a failing check, so an aborted_read or mixed_outcome of the

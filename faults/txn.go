@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,6 +43,28 @@ const (
 	txnAbandonOneIn = 10
 )
 
+// The transactional producer numbered i is recorded as client
+// txnClientPrefix+i and runs with transactional.id
+// transactionalIDPrefix+i.
+const (
+	txnClientPrefix       = "txn-producer-"
+	transactionalIDPrefix = "faults-txn-"
+)
+
+// transactionalIDOf returns the transactional.id the history's client
+// produced with, or false for a client that is not a transactional
+// producer of the workload.
+func transactionalIDOf(client string) (string, bool) {
+	n, ok := strings.CutPrefix(client, txnClientPrefix)
+	if !ok || n == "" {
+		return "", false
+	}
+	if _, err := strconv.Atoi(n); err != nil {
+		return "", false
+	}
+	return transactionalIDPrefix + n, true
+}
+
 // txnEnd is how a transaction of the workload ends.
 type txnEnd int
 
@@ -66,7 +90,7 @@ const (
 // abort whatever it left open (KIP-360), so one client's transactions stay
 // sequential as the history format asks.
 func (w *Workload) produceTxn(ctx context.Context, i int) error {
-	name := fmt.Sprintf("txn-producer-%d", i)
+	name := txnClientPrefix + strconv.Itoa(i)
 	rng := rand.New(rand.NewPCG(w.Seed, uint64(i)+2000))
 	timeout := txnTimeout
 	if i%2 == 1 {
@@ -75,7 +99,7 @@ func (w *Workload) produceTxn(ctx context.Context, i int) error {
 	newClient := func() (*kgo.Client, error) {
 		return kgo.NewClient(w.clientOpts(
 			kgo.ClientID(name),
-			kgo.TransactionalID(fmt.Sprintf("faults-txn-%d", i)),
+			kgo.TransactionalID(transactionalIDPrefix+strconv.Itoa(i)),
 			kgo.TransactionTimeout(timeout),
 			kgo.DefaultProduceTopic(w.Topic),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),

@@ -62,6 +62,9 @@ type Anomaly struct {
 	Detail string
 	// Ops are indices into the checked history (line number minus one).
 	Ops []int
+	// Txn names the transaction an aborted_read or mixed_outcome is
+	// about, so a harness can match it with what the broker logged.
+	Txn string
 }
 
 // String renders the anomaly on one line with 1-based history line numbers.

@@ -305,7 +305,7 @@ func checkReadRecord(h []Op, ix *histIndex, tp TP, fetch int, r Record, acked ma
 	t := ix.txns[p.Txn]
 	switch {
 	case t != nil && t.aborted:
-		rp.add(Anomaly{Kind: KindAbortedRead, Key: key, Ops: []int{fetch, pi},
+		rp.add(Anomaly{Kind: KindAbortedRead, Key: key, Ops: []int{fetch, pi}, Txn: p.Txn,
 			Detail: fmt.Sprintf("read_committed fetch returned %q of aborted transaction %s", r.Value, p.Txn)})
 	case t == nil || (t.commitOp < 0 && !t.maybeCommitted):
 		rp.add(Anomaly{Kind: KindOpenTxnRead, Key: key, Ops: []int{fetch, pi},

@@ -451,7 +451,7 @@ func checkVisibility(h []Op, views map[string]*txnView, rp *reporter) {
 	sort.Strings(names)
 	for _, n := range names {
 		s, x := views[n].shown, views[n].hidden
-		rp.add(Anomaly{Kind: KindMixedOutcome, Key: s.tp.String(), Ops: []int{s.fetch, x.fetch},
+		rp.add(Anomaly{Kind: KindMixedOutcome, Key: s.tp.String(), Ops: []int{s.fetch, x.fetch}, Txn: n,
 			Detail: fmt.Sprintf("transaction %s read as committed (%q at %s offset %d) and as aborted (%q passed over at %s offset %d)",
 				n, s.value, s.tp, s.offset, x.value, x.tp, x.offset)})
 	}

@@ -63,6 +63,11 @@ func (c *Coordinator) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) *kerr.
 		if m == nil {
 			return kerr.UnknownMemberID
 		}
+		if req.Generation > m.epoch && req.Version >= 6 && m.classic == nil {
+			// ConsumerGroup.validateOffsetCommit: a newer epoch than the
+			// member's is STALE_MEMBER_EPOCH from v6 (KIP-1319).
+			return kerr.StaleMemberEpoch
+		}
 		if req.Generation != m.epoch {
 			return kerr.IllegalGeneration
 		}
@@ -73,6 +78,10 @@ func (c *Coordinator) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) *kerr.
 		if req.Generation < 0 {
 			c.classic[req.Group] = newClassicGroup(req.Group, c.nowMs())
 			return nil
+		}
+		if req.Version >= 6 {
+			// Kafka's TxnOffsetCommitRequest.supportsGroupIdNotFoundError.
+			return kerr.GroupIDNotFound
 		}
 		return kerr.IllegalGeneration
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersions: v0-4
+// ApiVersions: v0-5
 //
 // The list is built from the registry, so what is advertised is exactly
 // what is implemented.
@@ -16,6 +16,12 @@ import (
 //   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion (KIP-511),
 //     validated as Kafka's ApiVersionsRequest.isValid
 //   - v4: no change (KIP-896: v0 kept for clients that open with it)
+//   - v5: ClusterID and NodeID of the broker the client means to reach
+//     (KIP-1242). As Kafka's ApiVersionsRequest.isValid, setting only one
+//     of them is INVALID_REQUEST; as KafkaApis.handleApiVersionsRequest, a
+//     set ClusterID that is not this cluster's, or a NodeID that is not
+//     this node's, is REBOOTSTRAP_REQUIRED, which tells the client its
+//     metadata is stale. Both errors carry no API list.
 //
 // From v3 the response carries the feature levels (KIP-584) that clients
 // gate protocols on; Cascade advertises only what it implements (features):
@@ -31,7 +37,7 @@ import (
 // metadata.version is not advertised: it versions the KRaft metadata log and
 // inter-broker protocol, which Cascade's own metadata log does not speak,
 // and no client gates a client protocol on it.
-func init() { register(18, 0, 4, handleApiVersions) }
+func init() { register(18, 0, 5, handleApiVersions) }
 
 // feature is one supported feature range and its finalized level (0: not
 // finalized, as Kafka omits features at level 0).
@@ -65,6 +71,18 @@ func handleApiVersions(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 		env.Metrics.Error(req.Key, resp.ErrorCode)
 		return resp, nil
 	}
+	if r.Version >= 5 {
+		if (r.ClusterID == nil) != (r.NodeID == -1) {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			env.Metrics.Error(req.Key, resp.ErrorCode)
+			return resp, nil
+		}
+		if r.ClusterID != nil && (*r.ClusterID != env.clusterID() || r.NodeID != env.NodeID) {
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			env.Metrics.Error(req.Key, resp.ErrorCode)
+			return resp, nil
+		}
+	}
 	for _, a := range APIs() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.Min, a.Max
@@ -84,6 +102,15 @@ func handleApiVersions(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 		}
 	}
 	return resp, nil
+}
+
+// clusterID is the cluster id this broker serves, or "" without a metadata
+// store.
+func (env *Env) clusterID() string {
+	if env.Meta == nil {
+		return ""
+	}
+	return env.Meta.Image().ClusterID
 }
 
 // unsupportedApiVersions is the answer to an ApiVersions request at a version

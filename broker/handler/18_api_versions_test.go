@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -89,5 +90,46 @@ func TestApiVersionsFeatures(t *testing.T) {
 	resp, _ = handleApiVersions(context.Background(), &Env{}, &Request{Key: 18, Version: 2, Msg: req})
 	if r := resp.(*kmsg.ApiVersionsResponse); len(r.SupportedFeatures)+len(r.FinalizedFeatures) != 0 {
 		t.Error("features in a v2 response")
+	}
+}
+
+// TestApiVersionsV5Identity checks the KIP-1242 checks of ApiVersions v5
+// against a broker of node 3 with no cluster id (no metadata store): only
+// one of ClusterID and NodeID set is INVALID_REQUEST, a cluster or node
+// that is not this one REBOOTSTRAP_REQUIRED, and both errors list no APIs.
+// v4 ignores the fields. TestConformanceApiVersionsV5 in package broker
+// holds the same cases against Kafka.
+func TestApiVersionsV5Identity(t *testing.T) {
+	env := &Env{NodeID: 3}
+	for _, tc := range []struct {
+		name    string
+		version int16
+		cluster *string
+		node    int32
+		want    int16
+	}{
+		{"bootstrapping", 5, nil, -1, 0},
+		{"this broker", 5, kmsg.StringPtr(""), 3, 0},
+		{"other cluster", 5, kmsg.StringPtr("other"), 3, kerr.RebootstrapRequired.Code},
+		{"other node", 5, kmsg.StringPtr(""), 4, kerr.RebootstrapRequired.Code},
+		{"cluster only", 5, kmsg.StringPtr(""), -1, kerr.InvalidRequest.Code},
+		{"node only", 5, nil, 3, kerr.InvalidRequest.Code},
+		{"v4 ignores them", 4, kmsg.StringPtr("other"), -1, 0},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(tc.version)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		resp, err := handleApiVersions(context.Background(), env, &Request{Key: 18, Version: tc.version, Msg: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*kmsg.ApiVersionsResponse)
+		if r.ErrorCode != tc.want {
+			t.Errorf("%s: error %d, want %d", tc.name, r.ErrorCode, tc.want)
+		}
+		if (r.ErrorCode == 0) != (len(r.ApiKeys) > 0) {
+			t.Errorf("%s: error %d with %d APIs", tc.name, r.ErrorCode, len(r.ApiKeys))
+		}
 	}
 }

@@ -11,17 +11,20 @@ import (
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
 
-// DescribeLogDirs: v1-4
+// DescribeLogDirs: v1-5
 //
 // Kafka 4's floor is v1 (KIP-896).
 //   - v2: flexible
 //   - v3: top-level ErrorCode
 //   - v4: each dir's TotalBytes and UsableBytes (KIP-827)
+//   - v5: each dir's IsCordoned (KIP-1066). Cascade cannot cordon a log
+//     dir (cordoned.log.dirs is refused at start), so it is always false,
+//     as Kafka reports a dir outside cordoned.log.dirs.
 //
 // Every log dir is listed, each with the sizes of the hosted partitions it
 // holds; null Topics asks for every partition. OffsetLag is 0 because a
 // single node has no future (moving) replicas.
-func init() { register(35, 1, 4, handleDescribeLogDirs) }
+func init() { register(35, 1, 5, handleDescribeLogDirs) }
 
 // dirLog is implemented by a partition log that knows its directory
 // (<log dir>/<topic>-<partition>); without it every partition is reported
