@@ -105,9 +105,8 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) *kerr.Error 
 }
 
 // commitTopic names the topic of an offset commit: by its id where the
-// request version carries ids (OffsetCommit v10 since Kafka 4.1,
-// TxnOffsetCommit v6 since 4.4), UNKNOWN_TOPIC_ID when the id is unknown; a
-// group-level error
+// request version carries ids (OffsetCommit v10, TxnOffsetCommit v6),
+// UNKNOWN_TOPIC_ID when the id is unknown; a group-level error
 // wins over both.
 func (c *Coordinator) commitTopic(byID bool, id [16]byte, name string, groupErr *kerr.Error) (string, *kerr.Error) {
 	if !byID || groupErr != nil {
