@@ -39,9 +39,55 @@ type consumerMember struct {
 	state            int8
 	assigned         assignment
 	revoking         assignment
+	// assignEpochs holds, for each partition of assigned and revoking, the
+	// member epoch at which it was assigned to the member: Kafka 4.4's
+	// ConsumerGroupMember.assignmentEpoch, which lets a commit carrying an
+	// older member epoch through for partitions the member has owned since
+	// that epoch. A partition missing here was assigned at the member's
+	// current epoch (a member converted from a classic group, or replayed
+	// from a record without epochs).
+	assignEpochs map[partKey]int32
 	// classic is set while the member uses the classic protocol in this
 	// consumer group (KIP-848 online migration).
 	classic *classicMeta
+}
+
+// partKey names one partition of an assignment by topic id.
+type partKey struct {
+	id [16]byte
+	p  int32
+}
+
+// assignmentEpoch returns the epoch at which partition p of topic id was
+// assigned to m, and false when m neither owns it nor has it pending
+// revocation: Kafka's ConsumerGroupMember.assignmentEpoch, then
+// pendingRevocationEpoch.
+func (m *consumerMember) assignmentEpoch(id [16]byte, p int32) (int32, bool) {
+	if !m.assigned.has(id, p) && !m.revoking.has(id, p) {
+		return 0, false
+	}
+	if e, ok := m.assignEpochs[partKey{id, p}]; ok {
+		return e, true
+	}
+	return m.epoch, true
+}
+
+// pinEpochs records the assignment epoch of every partition of m that has
+// none yet, before m's epoch changes other than by reconciliation.
+func (m *consumerMember) pinEpochs() {
+	if m.assignEpochs == nil {
+		m.assignEpochs = map[partKey]int32{}
+	}
+	for _, a := range []assignment{m.assigned, m.revoking} {
+		for id, ps := range a {
+			for _, p := range ps {
+				k := partKey{id, p}
+				if _, ok := m.assignEpochs[k]; !ok {
+					m.assignEpochs[k] = m.epoch
+				}
+			}
+		}
+	}
 }
 
 // classicMeta is what a consumer group keeps of a classic member: Kafka's
@@ -182,8 +228,37 @@ func nonNilStrings(s []string) []string {
 func (c *Coordinator) storeCurrent(g *consumerGroup, m *consumerMember) {
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, m.id), EncodeCurrentAssignmentValue(CurrentAssignmentValue{
 		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: m.state,
-		Assigned: m.assigned.topicPartitions(), PendingRevocation: m.revoking.topicPartitions(),
+		Assigned: m.withEpochs(m.assigned), PendingRevocation: m.withEpochs(m.revoking),
 	}))
+}
+
+// withEpochs returns a, a part of m's assignment, as record topic
+// partitions carrying the epoch each partition was assigned at (tagged
+// field AssignmentEpochs), so a coordinator that replays the record
+// validates commits with older epochs as this one does.
+func (m *consumerMember) withEpochs(a assignment) []TopicPartitions {
+	tps := a.topicPartitions()
+	for i := range tps {
+		tps[i].AssignmentEpochs = make([]int32, len(tps[i].Partitions))
+		for j, p := range tps[i].Partitions {
+			tps[i].AssignmentEpochs[j], _ = m.assignmentEpoch(tps[i].TopicID, p)
+		}
+	}
+	return tps
+}
+
+// replayEpochs sets m's assignment epochs from the assignment record tps;
+// a partition without an epoch was assigned at the record's member epoch,
+// as Kafka's Utils.assignmentFromTopicPartitions.
+func (m *consumerMember) replayEpochs(tps []TopicPartitions) {
+	for _, tp := range tps {
+		if tp.AssignmentEpochs == nil {
+			continue
+		}
+		for j, p := range tp.Partitions {
+			m.assignEpochs[partKey{tp.TopicID, p}] = tp.AssignmentEpochs[j]
+		}
+	}
 }
 
 // computeTarget runs the server-side assignor and stores the new target
@@ -280,6 +355,10 @@ func (c *Coordinator) nextAssignment(g *consumerGroup, m *consumerMember, epoch 
 	for id := range m.assigned {
 		ids[id] = true
 	}
+	// As Kafka's CurrentAssignmentBuilder.computeNextAssignment: kept and
+	// revoked partitions keep the epoch they were assigned at, newly
+	// assigned ones take the target assignment epoch.
+	epochs := map[partKey]int32{}
 	for id := range ids {
 		for _, p := range m.assigned[id] {
 			if target.has(id, p) {
@@ -287,6 +366,7 @@ func (c *Coordinator) nextAssignment(g *consumerGroup, m *consumerMember, epoch 
 			} else {
 				revoke.add(id, p)
 			}
+			epochs[partKey{id, p}], _ = m.assignmentEpoch(id, p)
 		}
 		for _, p := range target[id] {
 			if newAssigned.has(id, p) {
@@ -307,6 +387,14 @@ func (c *Coordinator) nextAssignment(g *consumerGroup, m *consumerMember, epoch 
 	default:
 		for id, ps := range pending {
 			newAssigned[id] = append(newAssigned[id], ps...)
+			for _, p := range ps {
+				epochs[partKey{id, p}] = g.assignmentEpoch
+			}
+		}
+		for id, ps := range revoke {
+			for _, p := range ps {
+				delete(epochs, partKey{id, p})
+			}
 		}
 		m.state = memberStable
 		if unreleased {
@@ -315,6 +403,7 @@ func (c *Coordinator) nextAssignment(g *consumerGroup, m *consumerMember, epoch 
 		m.setEpoch(g.assignmentEpoch)
 		m.assigned, m.revoking = newAssigned, assignment{}
 	}
+	m.assignEpochs = epochs
 	m.assigned.sortAll()
 	m.revoking.sortAll()
 }
@@ -480,7 +569,7 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		memberID = base64.RawURLEncoding.EncodeToString(u[:])
 	}
 	var m *consumerMember
-	isNew := false
+	isNew, replaced := false, false
 	if req.InstanceID != nil {
 		existing := g.byInstance(*req.InstanceID)
 		switch {
@@ -494,6 +583,11 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 			// KIP-848 static membership: the new incarnation takes over the
 			// previous one's assignment without a rebalance.
 			m = c.replaceStaticConsumer(g, existing, memberID)
+			// As Kafka's getOrMaybeSubscribeStaticConsumerGroupMember, the
+			// new incarnation starts at epoch 0 and keeps the assignment
+			// with its assignment epochs.
+			m.epoch, m.prevEpoch = 0, 0
+			replaced = true
 		case existing == nil:
 			fail(kerr.UnknownMemberID, "")
 			return
@@ -519,13 +613,14 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		m = newConsumerMember(memberID)
 		g.members[memberID] = m
 		isNew = true
-	} else if req.MemberEpoch == 0 {
+	} else if req.MemberEpoch == 0 && !replaced {
 		if m.epoch != 0 && m.epoch != staticLeaveEpoch || len(m.assigned) > 0 {
 			// A known member joining again with epoch 0 has lost its
 			// state (it was fenced): it restarts from an empty assignment.
 			m.setEpoch(0)
 			m.state = memberStable
 			m.assigned, m.revoking = assignment{}, assignment{}
+			m.assignEpochs = nil
 		}
 	} else if req.MemberEpoch > m.epoch || (req.MemberEpoch < m.epoch && (req.MemberEpoch != m.prevEpoch || !subset(owned, m.assigned))) {
 		fail(kerr.FencedMemberEpoch, fmt.Sprintf("The consumer group member has a different member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
@@ -630,6 +725,11 @@ func (c *Coordinator) replaceStaticConsumer(g *consumerGroup, old *consumerMembe
 	m.classic = old.classic
 	m.epoch, m.prevEpoch, m.state = old.prevEpoch, old.prevEpoch, memberStable
 	m.assigned, m.revoking = old.assigned.clone(), old.revoking.clone()
+	old.pinEpochs()
+	m.assignEpochs = make(map[partKey]int32, len(old.assignEpochs))
+	for k, e := range old.assignEpochs {
+		m.assignEpochs[k] = e
+	}
 	target, hasTarget := g.target[old.id]
 	c.cancelConsumerTimers(g.id, old.id)
 	c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, old.id), nil)
@@ -669,6 +769,15 @@ func (c *Coordinator) consumerLeave(r Request, req *kmsg.ConsumerGroupHeartbeatR
 	if req.MemberEpoch == staticLeaveEpoch {
 		// The static member keeps its assignment until its session times
 		// out or it comes back.
+		// As Kafka's consumerGroupStaticMemberGroupLeave, the partitions
+		// it keeps count as assigned at epoch 0, so the member that
+		// replaces it may commit them with any epoch it saw.
+		m.pinEpochs()
+		for id, ps := range m.assigned {
+			for _, p := range ps {
+				m.assignEpochs[partKey{id, p}] = 0
+			}
+		}
 		m.setEpoch(staticLeaveEpoch)
 		c.storeCurrent(g, m)
 	} else {

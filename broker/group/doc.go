@@ -22,6 +22,14 @@
 // with its group.instance.id. DeleteTopics tombstones every group's offsets
 // of deleted topics (deleted.go), as Kafka does on topic deletion.
 //
+// Offset commits (offsets.go, txn.go) are validated as Kafka 4.4's
+// OffsetMetadataManager and ConsumerGroup.validateOffsetCommit: a consumer
+// group member keeps, for each partition it owns, the epoch it was
+// assigned at (persisted in the AssignmentEpochs tagged field of its
+// current assignment record), and a commit with an older member epoch
+// lands only when every partition of it was assigned at or before that
+// epoch.
+//
 // Requests and responses are franz-go kmsg messages: the coordinator speaks
 // the protocol itself, so Kafka error codes are produced here rather than at
 // the handler edge.

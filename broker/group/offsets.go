@@ -38,34 +38,72 @@ func (c *Coordinator) deleteOffset(group string, t tp) {
 	}
 }
 
-// validateCommit is Kafka's OffsetMetadataManager.validateOffsetCommit with
-// ClassicGroup/ConsumerGroup.validateOffsetCommit.
-func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) *kerr.Error {
-	if req.Group == "" {
-		return kerr.InvalidGroupID
+// partitionValidator checks one partition of an offset commit whose group
+// checks passed: Kafka's CommitPartitionValidator. A nil partitionValidator
+// accepts every partition (Kafka's CommitPartitionValidator.NO_OP).
+type partitionValidator func(topicID [16]byte, partition int32) *kerr.Error
+
+// validateConsumerCommit is Kafka 4.4's ConsumerGroup.validateOffsetCommit
+// for an OffsetCommit (txn false) or a TxnOffsetCommit (txn true) of version
+// version. A commit with the member's epoch is accepted whole; a newer epoch
+// is STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a member still on the
+// classic protocol); an older epoch is checked partition by partition by the
+// returned validator, which accepts a partition only when the member owns it
+// or has it pending revocation and it was assigned at or before that epoch
+// (Kafka's createAssignmentEpochValidator), so a commit that raced with an
+// epoch bump still lands for the partitions the member kept.
+func (g *consumerGroup) validateConsumerCommit(memberID string, instanceID *string, epoch int32, txn bool, version int16) (partitionValidator, *kerr.Error) {
+	if epoch < 0 && len(g.members) == 0 {
+		return nil, nil
 	}
-	if cg := c.consumer[req.Group]; cg != nil {
-		if req.Generation < 0 && len(cg.members) == 0 {
-			return nil
-		}
-		m := cg.members[req.MemberID]
-		if m == nil {
-			return kerr.UnknownMemberID
-		}
-		// As Kafka's ConsumerGroup.validateOffsetCommit: a member of the
-		// consumer protocol commits with v9+; a classic member's stale
-		// generation is ILLEGAL_GENERATION.
-		if m.classic == nil && req.Version < 9 {
-			return kerr.UnsupportedVersion
-		}
-		if req.Generation != m.epoch {
-			if m.classic != nil {
-				return kerr.IllegalGeneration
-			}
-			return kerr.StaleMemberEpoch
+	// Producers older than KIP-447 send no group metadata.
+	if txn && epoch == -1 && memberID == "" && instanceID == nil {
+		return nil, nil
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID
+	}
+	if !txn && m.classic == nil && version < 9 {
+		// OffsetCommit version 9 or above must be used by members using
+		// the consumer group protocol.
+		return nil, kerr.UnsupportedVersion
+	}
+	stale := kerr.StaleMemberEpoch
+	if m.classic != nil {
+		stale = kerr.IllegalGeneration
+	}
+	switch {
+	case epoch == m.epoch:
+		return nil, nil
+	case epoch > m.epoch:
+		return nil, stale
+	}
+	return func(id [16]byte, p int32) *kerr.Error {
+		assignedAt, ok := m.assignmentEpoch(id, p)
+		if !ok || epoch < assignedAt {
+			return stale
 		}
 		return nil
+	}, nil
+}
+
+// validateCommit is Kafka's OffsetMetadataManager.validateOffsetCommit with
+// ClassicGroup/ConsumerGroup.validateOffsetCommit: a group-level error, or
+// the validator of each partition.
+func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest) (partitionValidator, *kerr.Error) {
+	if req.Group == "" {
+		return nil, kerr.InvalidGroupID
 	}
+	if cg := c.consumer[req.Group]; cg != nil {
+		return cg.validateConsumerCommit(req.MemberID, req.InstanceID, req.Generation, false, req.Version)
+	}
+	return nil, c.validateClassicCommit(req)
+}
+
+// validateClassicCommit is ClassicGroup.validateOffsetCommit, creating the
+// simple group a commit outside group management names.
+func (c *Coordinator) validateClassicCommit(req *kmsg.OffsetCommitRequest) *kerr.Error {
 	g := c.classic[req.Group]
 	if g == nil {
 		if req.Generation < 0 {
@@ -119,9 +157,57 @@ func (c *Coordinator) commitTopic(byID bool, id [16]byte, name string, groupErr 
 	return n, nil
 }
 
+// checkPartitions runs validate over every partition a commit names whose
+// topic is known and whose metadata fits, in request order, and returns the
+// first error. As Kafka's OffsetMetadataManager.commitOffset, which lets the
+// validator's exception abort the whole request, that error then answers
+// every partition. Partitions of an unknown topic id never reach Kafka's
+// coordinator (KafkaApis answers them), and an oversized metadata is
+// answered before the validator runs.
+func (c *Coordinator) checkPartitions(validate partitionValidator, byID bool, n int, topic func(i int) ([16]byte, string, []partitionMeta)) *kerr.Error {
+	if validate == nil {
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		id, name, parts := topic(i)
+		if byID {
+			if _, ok := c.topicIDs[id]; !ok {
+				continue
+			}
+		} else {
+			id = c.topics[name].ID
+		}
+		for _, p := range parts {
+			if p.metadata != nil && len(*p.metadata) > c.cfg.OffsetMetadataMaxBytes {
+				continue
+			}
+			if err := validate(id, p.partition); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// partitionMeta is the part of a committed partition checkPartitions reads.
+type partitionMeta struct {
+	partition int32
+	metadata  *string
+}
+
 func (c *Coordinator) offsetCommit(r Request, req *kmsg.OffsetCommitRequest) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	groupErr := c.validateCommit(req)
+	validate, groupErr := c.validateCommit(req)
+	if groupErr == nil {
+		groupErr = c.checkPartitions(validate, req.Version >= 10, len(req.Topics), func(i int) ([16]byte, string, []partitionMeta) {
+			t := req.Topics[i]
+			ps := make([]partitionMeta, len(t.Partitions))
+			for j, p := range t.Partitions {
+				ps[j] = partitionMeta{p.Partition, p.Metadata}
+			}
+			return t.TopicID, t.Topic, ps
+		})
+	}
 	nowMs := c.nowMs()
 	for _, t := range req.Topics {
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}

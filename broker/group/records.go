@@ -121,6 +121,11 @@ type ClassicProtocol struct {
 type TopicPartitions struct {
 	TopicID    [16]byte
 	Partitions []int32
+	// AssignmentEpochs is tagged field 0 of a current assignment record
+	// (Kafka 4.4): the member epoch at which each of Partitions was
+	// assigned, nil when not written. Target assignment records leave it
+	// nil.
+	AssignmentEpochs []int32
 }
 
 // CurrentAssignmentValue is Kafka's ConsumerGroupCurrentMemberAssignmentValue v0.
@@ -676,7 +681,19 @@ func encodeTopicPartitions(e *enc, tps []TopicPartitions) {
 		for _, p := range tp.Partitions {
 			e.i32(p)
 		}
-		e.noTags()
+		if tp.AssignmentEpochs == nil {
+			e.noTags()
+			continue
+		}
+		f := enc{}
+		f.uv(uint64(len(tp.AssignmentEpochs)) + 1)
+		for _, ep := range tp.AssignmentEpochs {
+			f.i32(ep)
+		}
+		e.uv(1) // one tagged field
+		e.uv(0) // tag 0: AssignmentEpochs
+		e.uv(uint64(len(f.b)))
+		e.b = append(e.b, f.b...)
 	}
 }
 
@@ -689,7 +706,30 @@ func decodeTopicPartitions(d *dec) []TopicPartitions {
 		for j := 0; j < np && d.err == nil; j++ {
 			tp.Partitions = append(tp.Partitions, d.i32())
 		}
-		d.skipTags()
+		ntags := d.uv()
+		for k := uint64(0); k < ntags && d.err == nil; k++ {
+			tag, size := d.uv(), d.uv()
+			if size > uint64(len(d.b)) {
+				d.fail("tag size")
+				break
+			}
+			body := d.need(int(size))
+			if tag != 0 || d.err != nil {
+				continue
+			}
+			f := dec{b: body}
+			if n := f.clen(); n >= 0 {
+				tp.AssignmentEpochs = make([]int32, 0, f.count(n, 4))
+				for j := 0; j < n && f.err == nil; j++ {
+					tp.AssignmentEpochs = append(tp.AssignmentEpochs, f.i32())
+				}
+			}
+			if err := f.done(); err != nil {
+				d.fail("AssignmentEpochs: " + err.Error())
+			} else if len(tp.AssignmentEpochs) != len(tp.Partitions) {
+				d.fail("AssignmentEpochs length differs from Partitions")
+			}
+		}
 		out = append(out, tp)
 	}
 	return out

@@ -86,6 +86,9 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		m := c.replayConsumerGroup(k.Group).replayMember(k.Member)
 		m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, v.State
 		m.assigned, m.revoking = fromTopicPartitions(v.Assigned), fromTopicPartitions(v.PendingRevocation)
+		m.assignEpochs = map[partKey]int32{}
+		m.replayEpochs(v.Assigned)
+		m.replayEpochs(v.PendingRevocation)
 	}
 	return nil
 }

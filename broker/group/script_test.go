@@ -414,7 +414,11 @@ func (h *harness) run(t *testing.T, line string) string {
 		for _, p := range pos[1:] {
 			tpart, off, _ := strings.Cut(p, ":")
 			topic, part, _ := strings.Cut(tpart, "/")
-			req.Topics = append(req.Topics, kmsg.TxnOffsetCommitRequestTopic{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: int32(atoi(part, 0)), Offset: int64(atoi(off, 0)), LeaderEpoch: -1}}})
+			var id [16]byte
+			if req.Version >= 6 {
+				id = topicID(topic)
+			}
+			req.Topics = append(req.Topics, kmsg.TxnOffsetCommitRequestTopic{Topic: topic, TopicID: id, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: int32(atoi(part, 0)), Offset: int64(atoi(off, 0)), LeaderEpoch: -1}}})
 		}
 		step(req)
 	case "marker":
@@ -575,7 +579,8 @@ func formatRecord(r Record) string {
 		key = "cg-current " + k.Group + "/" + k.Member
 		if r.Value != nil {
 			v, err := DecodeCurrentAssignmentValue(r.Value)
-			val = fmt.Sprintf("epoch=%d prev=%d state=%d assigned=%s revoking=%s err=%v", v.MemberEpoch, v.PreviousMemberEpoch, v.State, formatTPs(v.Assigned), formatTPs(v.PendingRevocation), err)
+			val = fmt.Sprintf("epoch=%d prev=%d state=%d assigned=%s%s revoking=%s%s err=%v", v.MemberEpoch, v.PreviousMemberEpoch, v.State,
+				formatTPs(v.Assigned), formatEpochs(v.Assigned), formatTPs(v.PendingRevocation), formatEpochs(v.PendingRevocation), err)
 		}
 	}
 	if r.Value == nil {
@@ -595,6 +600,22 @@ func formatTPs(tps []TopicPartitions) string {
 	}
 	sort.Strings(parts)
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// formatEpochs prints the assignment epochs of a current assignment record
+// as "@{t[2 2]}", parallel to formatTPs, or nothing when none is written.
+func formatEpochs(tps []TopicPartitions) string {
+	var parts []string
+	for _, t := range tps {
+		if t.AssignmentEpochs != nil {
+			parts = append(parts, fmt.Sprintf("%s%v", topicName(t.TopicID), t.AssignmentEpochs))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return "@{" + strings.Join(parts, " ") + "}"
 }
 
 // formatValue prints a kmsg response compactly: zero fields, versions,

@@ -48,31 +48,42 @@ func (c *Coordinator) hasPending(group string, t tp) bool {
 	return false
 }
 
-// validateTxnCommit is Kafka's validateTransactionalOffsetCommit.
-func (c *Coordinator) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+// validateTxnCommit is Kafka's validateTransactionalOffsetCommit: a
+// group-level error, or the validator of each partition. Before
+// TxnOffsetCommit v6 a client does not know STALE_MEMBER_EPOCH, so Kafka's
+// TxnOffsetCommitRequest.supportsStaleMemberEpochError turns it into
+// ILLEGAL_GENERATION, for the group and for each partition.
+func (c *Coordinator) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) (partitionValidator, *kerr.Error) {
 	if req.Group == "" {
-		return kerr.InvalidGroupID
+		return nil, kerr.InvalidGroupID
 	}
+	if cg := c.consumer[req.Group]; cg != nil {
+		validate, err := cg.validateConsumerCommit(req.MemberID, req.InstanceID, req.Generation, true, req.Version)
+		if req.Version >= 6 {
+			return validate, err
+		}
+		if err == kerr.StaleMemberEpoch {
+			err = kerr.IllegalGeneration
+		}
+		if validate == nil {
+			return nil, err
+		}
+		return func(id [16]byte, p int32) *kerr.Error {
+			if err := validate(id, p); err != nil {
+				return kerr.IllegalGeneration
+			}
+			return nil
+		}, err
+	}
+	return nil, c.validateClassicTxnCommit(req)
+}
+
+// validateClassicTxnCommit is ClassicGroup.validateOffsetCommit for a
+// transactional commit, creating the simple group a commit outside group
+// management names.
+func (c *Coordinator) validateClassicTxnCommit(req *kmsg.TxnOffsetCommitRequest) *kerr.Error {
 	// Producers older than KIP-447 send no group metadata.
 	anonymous := req.Generation < 0 && req.MemberID == "" && req.InstanceID == nil
-	if cg := c.consumer[req.Group]; cg != nil {
-		if anonymous || (req.Generation < 0 && len(cg.members) == 0) {
-			return nil
-		}
-		m := cg.members[req.MemberID]
-		if m == nil {
-			return kerr.UnknownMemberID
-		}
-		if req.Generation > m.epoch && req.Version >= 6 && m.classic == nil {
-			// ConsumerGroup.validateOffsetCommit: a newer epoch than the
-			// member's is STALE_MEMBER_EPOCH from v6 (KIP-1319).
-			return kerr.StaleMemberEpoch
-		}
-		if req.Generation != m.epoch {
-			return kerr.IllegalGeneration
-		}
-		return nil
-	}
 	g := c.classic[req.Group]
 	if g == nil {
 		if req.Generation < 0 {
@@ -104,7 +115,17 @@ func (c *Coordinator) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) *kerr.
 
 func (c *Coordinator) txnOffsetCommit(r Request, req *kmsg.TxnOffsetCommitRequest) {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	groupErr := c.validateTxnCommit(req)
+	validate, groupErr := c.validateTxnCommit(req)
+	if groupErr == nil {
+		groupErr = c.checkPartitions(validate, req.Version >= 6, len(req.Topics), func(i int) ([16]byte, string, []partitionMeta) {
+			t := req.Topics[i]
+			ps := make([]partitionMeta, len(t.Partitions))
+			for j, p := range t.Partitions {
+				ps[j] = partitionMeta{p.Partition, p.Metadata}
+			}
+			return t.TopicID, t.Topic, ps
+		})
+	}
 	nowMs := c.nowMs()
 	for _, t := range req.Topics {
 		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}

@@ -17,7 +17,11 @@ import (
 //   - v6: LeaderEpoch (KIP-320)
 //   - v7: InstanceID (KIP-345)
 //   - v8: flexible
-//   - v9: KIP-848 member epochs: STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND
+//   - v9: KIP-848 member epochs: STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND; a
+//     consumer-protocol member must use v9 or later (UNSUPPORTED_VERSION),
+//     and, as Kafka 4.4's ConsumerGroup.validateOffsetCommit, may commit
+//     with an older member epoch the partitions it was assigned at or
+//     before that epoch and still owns
 //   - v10: topics by id instead of name (KIP-848); UNKNOWN_TOPIC_ID
 //
 // v0-1 are gone since Kafka 4.0 (KIP-896). As

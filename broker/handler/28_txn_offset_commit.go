@@ -29,6 +29,10 @@ import (
 //     ILLEGAL_GENERATION (Kafka's TxnOffsetCommitRequest
 //     supportsGroupIdNotFoundError and supportsStaleMemberEpochError)
 //
+// A consumer group member's epoch is checked as for OffsetCommit (Kafka
+// 4.4's ConsumerGroup.validateOffsetCommit): an older epoch passes for the
+// partitions assigned to the member at or before it.
+//
 // As KafkaApis.handleTxnOffsetCommitRequest, the topics are checked here
 // first, at every version: an unknown topic id answers UNKNOWN_TOPIC_ID for
 // each of its partitions, a topic or partition that does not exist
