@@ -22,8 +22,6 @@ const (
 	// sessionEvictAfter is FetchSessionCache's evictionMs: a session idle this
 	// long may be evicted by any new one.
 	sessionEvictAfter = 120 * time.Second
-	// DefaultFetchSessionSlots is max.incremental.fetch.session.cache.slots.
-	DefaultFetchSessionSlots = 1000
 )
 
 // sessionKey names one partition in a session: by topic id from Fetch v13,

@@ -30,8 +30,8 @@
 //     use the whole of socket.request.max.bytes, as in Kafka.
 //  3. A reservation of Reservation(key, version, n) bytes (frame size ×
 //     DecodeAmplification + ReservationSlack; for the decodeCapped APIs at
-//     most socket.request.max.bytes + ReservationSlack) from the
-//     broker-wide Budget,
+//     most decodeCap, twice socket.request.max.bytes + ReservationSlack)
+//     from the broker-wide Budget,
 //     queued.max.request.bytes. Like Kafka's non-strict SimpleMemoryPool it
 //     is granted while anything is left, so no request is refused for its
 //     size; while the budget is spent the reader waits, in arrival order,
@@ -41,9 +41,14 @@
 //     (sizeEstimate) computes what decoding will really allocate (records,
 //     group metadata and assignments alias the frame), and the reservation
 //     shrinks to it, so large legitimate requests hold about their own
-//     size, not their worst case. A decodeCapped request whose scan exceeds
-//     its reservation (a crafted frame of empty elements) closes the
-//     connection before it is decoded.
+//     size, not their worst case. A decodeCapped request whose reservation
+//     was clipped and whose scan exceeds decodeCap, or cannot be completed,
+//     closes the connection before it is decoded. Well-formed requests
+//     decode to about their frame, a copy of their strings and their
+//     structs, so string-heavy ones up to socket.request.max.bytes are
+//     answered, as in Kafka; what is refused is a frame made mostly of
+//     near-empty elements (crafted, or an OffsetCommit of empty metadata
+//     above about a third of socket.request.max.bytes).
 //  5. The reservation is released when the dispatcher returns.
 //
 // DecodeAmplification is a generated table (amplification_gen.go): the most
@@ -58,7 +63,7 @@
 // So the bytes reserved at once never exceed queued.max.request.bytes plus
 // one reservation, and one reservation is at most about
 // socket.request.max.bytes (or MinAPIFrameCap × amplification) for the
-// capped and decodeCapped APIs, and the real decoded size of a well-formed
+// capped APIs, twice that for the decodeCapped APIs, and the real decoded size of a well-formed
 // Produce or Metadata request. TestScanRealisticRequests holds each scanner
 // to kmsg's field layout at every version.
 //
@@ -69,9 +74,16 @@
 // socket.receive.buffer.bytes as SO_RCVBUF on the listening socket, as
 // Kafka's Acceptor does, so that the window scale agreed in the handshake
 // can use it. A connection with no request byte read and no response byte
-// written for connections.max.idle.ms (Server IdleTimeout) is closed with
-// ErrIdle, as Kafka's Selector expires idle channels; a response still being
-// written keeps it open. queued.max.request.bytes=-1 (Kafka's default) disables
+// reaching the socket for connections.max.idle.ms (Server IdleTimeout) is
+// closed with ErrIdle, as Kafka's Selector expires idle channels. Only
+// progress counts, not a pending write: responses are written under a
+// write deadline of half IdleTimeout, from memory in chunks of 64 KiB and
+// from files (Fetch's log regions) with sendfile(2) at explicit offsets
+// through progressWriter's ReadFrom, which returns to renew the deadline
+// as bytes move. Each write that moves bytes records the time, and one that
+// moves nothing for IdleTimeout fails with ErrIdle. So a client that stops
+// reading is closed within one to two IdleTimeouts and frees its queued
+// responses, while one that reads a large response slowly stays open. queued.max.request.bytes=-1 (Kafka's default) disables
 // the budget; Cascade's default is 1 GiB.
 //
 // # Request buffers

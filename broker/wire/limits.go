@@ -83,17 +83,29 @@ func Reservation(key, version int16, n int32) int64 {
 // readReservation returns the bytes the server reserves before reading a
 // frame of n bytes of key at version when socket.request.max.bytes is
 // maxRequest: Reservation, except that a decodeCapped API never reserves
-// more than one maximum-size frame (plus slack). clipped reports that the
-// reservation is below Reservation; the scan must then show that decoding
-// fits in it, or the connection is closed (see decodeCapped).
+// more than decodeCap(maxRequest). clipped reports that the reservation is
+// below Reservation; the scan must then show that decoding fits in it, or
+// the connection is closed (see decodeCapped).
 func readReservation(key, version int16, n, maxRequest int32) (r int64, clipped bool) {
 	r = Reservation(key, version, n)
 	if decodeCapped(key) {
-		if c := int64(maxRequest) + ReservationSlack; c < r {
+		if c := decodeCap(maxRequest); c < r {
 			return c, true
 		}
 	}
 	return r, false
+}
+
+// decodeCap is the most a request of a decodeCapped API may decode to when
+// socket.request.max.bytes is maxRequest: twice the largest frame, plus
+// slack. A well-formed request decodes to about its frame (which the byte
+// fields alias), a copy of its strings (at most the frame again) and its
+// structs, so the string-heavy requests that grow large (offset metadata,
+// group assignments and subscriptions, topic configs) all fit up to
+// socket.request.max.bytes, as they do in Kafka; only requests made of
+// millions of near-empty elements, which no client sends, exceed it.
+func decodeCap(maxRequest int32) int64 {
+	return 2*int64(maxRequest) + ReservationSlack
 }
 
 const (

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,8 +78,9 @@ type Server struct {
 	// MaxRequestBytes is socket.request.max.bytes; 0 means the default.
 	MaxRequestBytes int32
 	// IdleTimeout is connections.max.idle.ms: a connection on which no
-	// request byte is read and no response byte written for this long is
-	// closed, as by Kafka's Selector idle expiry. 0 disables it.
+	// request byte is read and no response byte reaches the socket for
+	// this long is closed, as by Kafka's Selector idle expiry; a response
+	// the client has stopped reading does not keep it open. 0 disables it.
 	IdleTimeout time.Duration
 	// SendBufferBytes and ReceiveBufferBytes are socket.send.buffer.bytes
 	// and socket.receive.buffer.bytes, set on each accepted connection
@@ -115,8 +115,9 @@ var ErrServerClosed = errors.New("wire: server closed")
 var ErrIdle = errors.New("wire: connection idle longer than connections.max.idle.ms")
 
 // ErrDecodeTooLarge closes a connection whose request of a decodeCapped API
-// would decode to more than socket.request.max.bytes, or is malformed.
-var ErrDecodeTooLarge = errors.New("wire: request would decode to more than socket.request.max.bytes")
+// would decode to more than twice socket.request.max.bytes (decodeCap), or
+// is too malformed to be sized while it could.
+var ErrDecodeTooLarge = errors.New("wire: request would decode to more than twice socket.request.max.bytes")
 
 func (s *Server) init() {
 	if s.ctx == nil {
@@ -399,10 +400,13 @@ func noEOF(err error) error {
 	return err
 }
 
-// writeLoop writes responses in the order the reader queued them. After a
+// writeLoop writes responses in the order the reader queued them, through a
+// progressWriter, so that a write which moves nothing for IdleTimeout fails
+// with ErrIdle and closes the connection. After a
 // write error it keeps draining (releasing bodies) so the reader never blocks
 // on a dead writer; the reader then fails on its own read of the closed conn.
 func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
+	w := &progressWriter{c: c, idle: s.IdleTimeout, act: act}
 	var buf []byte
 	var failed bool
 	for o := range out {
@@ -413,15 +417,17 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
 		}
 		var n int
 		var err error
-		act.writing.Store(true)
-		buf, n, err = s.writeOne(c, buf[:0], o)
-		act.wrote()
+		w.begin()
+		buf, n, err = s.writeOne(w, buf[:0], o)
 		// The response is on the wire (or never will be): nothing
 		// refers to the request's bytes any more.
 		releaseFrame(o.frame)
 		if err != nil {
 			failed = true
 			c.Close()
+			if errors.Is(err, ErrIdle) {
+				s.Logger.Debug("connection closed", "remote", c.RemoteAddr().String(), "err", err)
+			}
 			continue
 		}
 		if s.Observer != nil {
@@ -435,7 +441,7 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
 
 // writeOne writes one response, encoding into buf, and returns buf for reuse
 // by the next response.
-func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) ([]byte, int, error) {
+func (s *Server) writeOne(c *progressWriter, buf []byte, o outgoing) ([]byte, int, error) {
 	defer o.resp.release()
 	buf, at := AppendFrameLength(buf)
 	buf = AppendResponseHeader(buf, o.correlationID, ResponseHeaderFlexible(o.key, o.version))
@@ -453,25 +459,15 @@ func (s *Server) writeOne(c net.Conn, buf []byte, o outgoing) ([]byte, int, erro
 	return buf, len(buf) + int(n), err
 }
 
-// activity is what a connection's writer shares with its reader for idle
-// expiry: whether a response is being written and when one last was.
-type activity struct {
-	writing   atomic.Bool
-	lastWrite atomic.Int64 // unix nanoseconds
-}
-
-func (a *activity) wrote() {
-	a.lastWrite.Store(time.Now().UnixNano())
-	a.writing.Store(false)
-}
-
 // idleConn is a connection as its reader sees it. A read that reaches the
 // read deadline (IdleTimeout after the reader began waiting for a request)
-// ends the connection with ErrIdle only if nothing was read or written
-// within IdleTimeout and no response is being written; otherwise the
-// deadline moves on. So, as with Kafka's Selector, only a connection with
-// no traffic either way is idle: a client slowly reading a large response,
-// or slowly sending a large request, is not.
+// ends the connection with ErrIdle only if no request byte was read and no
+// response byte reached the socket within IdleTimeout; otherwise the
+// deadline moves on. So, as with Kafka's Selector, only a connection with no
+// traffic either way is idle: a client slowly reading a large response, or
+// slowly sending a large request, is not. A client that stops reading a
+// response is expired by the writer (progressWriter), whose lastWrite then
+// stops moving.
 type idleConn struct {
 	net.Conn
 	idle     time.Duration
@@ -490,11 +486,8 @@ func (c *idleConn) Read(p []byte) (int, error) {
 		}
 		now := time.Now()
 		last := c.lastRead
-		if w := time.Unix(0, c.act.lastWrite.Load()); w.After(last) {
+		if w := c.act.last(); w.After(last) {
 			last = w
-		}
-		if c.act.writing.Load() {
-			last = now
 		}
 		next := last.Add(c.idle)
 		if !next.After(now) {
