@@ -85,7 +85,12 @@ func dialAddr(t *testing.T, addr string) *rawConn {
 
 func newPair(t *testing.T) *pair {
 	addr := oracleAddr(t)
-	b := brokertest.Start(t, map[string]string{"auto.create.topics.enable": "false"})
+	// The oracle runs without an initial rebalance delay
+	// (matrix/apachekafka's server properties); so does Cascade here.
+	b := brokertest.Start(t, map[string]string{
+		"auto.create.topics.enable":        "false",
+		"group.initial.rebalance.delay.ms": "0",
+	})
 	return &pair{kafka: dialAddr(t, addr), cascade: dial(t, b), b: b}
 }
 

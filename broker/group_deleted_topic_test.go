@@ -13,13 +13,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/brokertest"
+	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
 // fetchCommitted asks the group's coordinator for the committed offsets of
 // topic's partitions 0..n-1 and returns them; the topic goes by name and
 // by its current id, for OffsetFetch v10 (KIP-848) or older. The client's
-// metadata may lag a recreation for up to its minimum age, so the call is
-// retried while the broker answers UNKNOWN_TOPIC_ID.
+// metadata may lag a recreation for up to its minimum age, and Apache
+// Kafka's metadata cache may not hold a just recreated topic yet, so the
+// call is retried while the broker answers UNKNOWN_TOPIC_ID or
+// UNKNOWN_TOPIC_OR_PARTITION.
 func fetchCommitted(ctx context.Context, t *testing.T, cl *kgo.Client, group, topic string, n int32) []int64 {
 	t.Helper()
 	for {
@@ -27,7 +30,7 @@ func fetchCommitted(ctx context.Context, t *testing.T, cl *kgo.Client, group, to
 		if err == nil {
 			return got
 		}
-		if !errors.Is(err, kerr.UnknownTopicID) || ctx.Err() != nil {
+		if !errors.Is(err, kerr.UnknownTopicID) && !errors.Is(err, kerr.UnknownTopicOrPartition) || ctx.Err() != nil {
 			t.Fatalf("OffsetFetch %s: %v", topic, err)
 		}
 		time.Sleep(60 * time.Millisecond)
@@ -171,4 +174,55 @@ func TestGroupDeletedTopicOffsets(t *testing.T) {
 // Kafka, which is the specification.
 func TestGroupDeletedTopicOffsetsOracle(t *testing.T) {
 	deletedTopicOffsets(t, oracleAddr(t), nil)
+}
+
+// TestGroupDeletedTopicOffsetsAfterCrash deletes a topic from the metadata
+// without the group coordinator hearing of it, as a crash between the
+// durable metadata deletion and the append of the offsets' tombstones
+// leaves it. After a restart the coordinator finds the committed topic
+// absent from the image at load and tombstones its offsets, so the topic
+// recreated under the same name starts without them, also after a second
+// restart; another topic's offsets stay.
+func TestGroupDeletedTopicOffsetsAfterCrash(t *testing.T) {
+	ctx := ctxT(t)
+	const topic, group = "crashed-away", "crash-group"
+	b := brokertest.Start(t, map[string]string{"auto.create.topics.enable": "false"})
+	adm := b.Admin(t)
+	for _, name := range []string{topic, topic + "-kept"} {
+		if _, err := adm.CreateTopic(ctx, 2, 1, nil, name); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	commits := kadm.Offsets{}
+	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 10, LeaderEpoch: -1})
+	commits.Add(kadm.Offset{Topic: topic, Partition: 1, At: 11, LeaderEpoch: -1})
+	commits.Add(kadm.Offset{Topic: topic + "-kept", Partition: 1, At: 42, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, group, commits); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// The metadata deletion alone, without DeleteTopics' call to
+	// GroupCoordinator.TopicsDeleted: no tombstone is appended.
+	for _, res := range b.Metadata().DeleteTopics([]metadata.DeleteTopic{{Name: topic}}) {
+		if res.Err != nil {
+			t.Fatalf("delete: %v", res.Err)
+		}
+	}
+	b.Restart(t)
+	adm = b.Admin(t)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatalf("recreate: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		cl := b.Client(t, fastMeta)
+		if got := fetchCommitted(ctx, t, cl, group, topic, 2); got[0] != -1 || got[1] != -1 {
+			t.Fatalf("%s: offsets of the recreated topic %v, want -1 -1", when, got)
+		}
+		if kept := fetchCommitted(ctx, t, cl, group, topic+"-kept", 2); kept[0] != -1 || kept[1] != 42 {
+			t.Fatalf("%s: offsets of the other topic %v, want -1 42", when, kept)
+		}
+	}
+	check("after restart")
+	b.Restart(t)
+	check("after a second restart")
 }

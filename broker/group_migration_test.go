@@ -113,33 +113,54 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, 
 // consumer protocol member leaves, the group downgrades to classic and the
 // classic member takes every partition back.
 func TestGroupOnlineMigration(t *testing.T) {
-	b := brokertest.Start(t, map[string]string{
-		"auto.create.topics.enable":            "false",
-		"group.initial.rebalance.delay.ms":     "0",
-		"group.consumer.heartbeat.interval.ms": "200",
-	})
-	onlineMigration(t, b.Addr(), "migrate")
+	onlineMigration(t, startGroupBroker(t).Addr(), "migrate")
 }
 
 // TestGroupOnlineMigrationOracle runs the same scenario against Apache
 // Kafka, which is the specification.
 func TestGroupOnlineMigrationOracle(t *testing.T) {
-	onlineMigration(t, oracleAddr(t), fmt.Sprintf("migrate-%d", time.Now().UnixNano()))
+	onlineMigration(t, oracleAddr(t), oracleTopic("migrate"))
+}
+
+// startGroupBroker starts Cascade for the KIP-848 migration scenarios: no
+// topic auto-creation, no initial rebalance delay and a short consumer
+// heartbeat interval, so a scenario's rebalances fit its time budget.
+func startGroupBroker(t *testing.T) *brokertest.Broker {
+	return brokertest.Start(t, map[string]string{
+		"auto.create.topics.enable":            "false",
+		"group.initial.rebalance.delay.ms":     "0",
+		"group.consumer.heartbeat.interval.ms": "200",
+	})
+}
+
+// oracleTopic names a scenario's topic on the shared Apache Kafka oracle,
+// unique per run as the oracle outlives the test.
+func oracleTopic(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// groupScenarioTopic creates topic with parts partitions at addr and
+// returns a context bounding the scenario to 20 s and the admin client that
+// created it; both end with the test.
+func groupScenarioTopic(t *testing.T, addr, topic string, parts int32) (context.Context, *kgo.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), fastMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, admin
 }
 
 func onlineMigration(t *testing.T, addr, topic string) {
 	const parts = 4
 	group := topic + "-group"
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), fastMeta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, parts, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	ctx, admin := groupScenarioTopic(t, addr, topic, parts)
 	common := []kgo.Opt{
 		fastMeta, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second),

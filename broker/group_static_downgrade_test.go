@@ -1,15 +1,12 @@
 package broker_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/cascade-kafka/cascade/broker/brokertest"
 )
 
 // TestGroupStaticDowngrade is KIP-848's downgrade by static replacement end
@@ -20,33 +17,19 @@ import (
 // classicGroupJoinToConsumerGroup then convertToClassicGroup), and the
 // classic consumer receives the replaced member's partitions.
 func TestGroupStaticDowngrade(t *testing.T) {
-	b := brokertest.Start(t, map[string]string{
-		"auto.create.topics.enable":            "false",
-		"group.initial.rebalance.delay.ms":     "0",
-		"group.consumer.heartbeat.interval.ms": "200",
-	})
-	staticDowngrade(t, b.Addr(), "static-downgrade")
+	staticDowngrade(t, startGroupBroker(t).Addr(), "static-downgrade")
 }
 
 // TestGroupStaticDowngradeOracle runs the same scenario against Apache
 // Kafka, which is the specification.
 func TestGroupStaticDowngradeOracle(t *testing.T) {
-	staticDowngrade(t, oracleAddr(t), fmt.Sprintf("static-downgrade-%d", time.Now().UnixNano()))
+	staticDowngrade(t, oracleAddr(t), oracleTopic("static-downgrade"))
 }
 
 func staticDowngrade(t *testing.T, addr, topic string) {
 	const parts = 3
 	group := topic + "-group"
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), fastMeta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, parts, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	ctx, admin := groupScenarioTopic(t, addr, topic, parts)
 	common := []kgo.Opt{
 		kgo.SeedBrokers(addr), fastMeta, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.InstanceID("instance-1"),

@@ -854,12 +854,8 @@ func (c *Coordinator) leaveGroup(r Request, req *kmsg.LeaveGroupRequest) {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return
 	}
-	members := req.Members
-	if req.Version < 3 {
-		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
-	}
 	removed := false
-	for _, lm := range members {
+	for _, lm := range leaveMembers(req) {
 		out := kmsg.LeaveGroupResponseMember{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
 		switch {
 		case lm.InstanceID != nil:
@@ -883,13 +879,29 @@ func (c *Coordinator) leaveGroup(r Request, req *kmsg.LeaveGroupRequest) {
 		default:
 			out.ErrorCode = kerr.UnknownMemberID.Code
 		}
-		if req.Version < 3 {
-			resp.ErrorCode = out.ErrorCode
-		} else {
-			resp.Members = append(resp.Members, out)
-		}
+		appendLeaveResult(req, resp, out)
 	}
 	if removed {
 		c.afterMemberRemoved(g)
 	}
+}
+
+// leaveMembers returns the members a LeaveGroup removes: below v3, the one
+// MemberID of the request (no batch, KIP-345); from v3, its Members.
+func leaveMembers(req *kmsg.LeaveGroupRequest) []kmsg.LeaveGroupRequestMember {
+	if req.Version < 3 {
+		return []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	return req.Members
+}
+
+// appendLeaveResult records one member's answer of a LeaveGroup: below v3,
+// which leaves a single member (no batch, KIP-345), the member's error is
+// the response's; from v3 it is one entry of Members.
+func appendLeaveResult(req *kmsg.LeaveGroupRequest, resp *kmsg.LeaveGroupResponse, out kmsg.LeaveGroupResponseMember) {
+	if req.Version < 3 {
+		resp.ErrorCode = out.ErrorCode
+		return
+	}
+	resp.Members = append(resp.Members, out)
 }

@@ -731,12 +731,7 @@ func (c *Coordinator) replaceStaticConsumer(g *consumerGroup, old *consumerMembe
 		m.assignEpochs[k] = e
 	}
 	target, hasTarget := g.target[old.id]
-	c.cancelConsumerTimers(g.id, old.id)
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupCurrentMember, g.id, old.id), nil)
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupTargetMember, g.id, old.id), nil)
-	c.record(g.id, encodeMemberKey(RecordConsumerGroupMemberMetadata, g.id, old.id), nil)
-	delete(g.members, old.id)
-	delete(g.target, old.id)
+	c.dropConsumerMember(g, old)
 	g.members[newID] = m
 	// As Kafka's replaceMember: the new member's subscription, target and
 	// current assignment records follow the old member's tombstones.

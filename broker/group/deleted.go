@@ -21,6 +21,12 @@ func (c *Coordinator) DeleteTopics(now time.Time, topics []Topic) {
 			deleted[tp{t.Name, p}] = true
 		}
 	}
+	c.deleteOffsetsOf(deleted)
+}
+
+// deleteOffsetsOf tombstones every group's committed and pending
+// transactional offsets of the deleted partitions.
+func (c *Coordinator) deleteOffsetsOf(deleted map[tp]bool) {
 	if len(deleted) == 0 {
 		return
 	}
@@ -50,6 +56,44 @@ func (c *Coordinator) DeleteTopics(now time.Time, topics []Topic) {
 			c.record(group, EncodeOffsetCommitKey(OffsetCommitKey{group, t.topic, t.part}), nil)
 		}
 	}
+}
+
+// DeleteAbsentTopics drops every group's offsets of topics missing from the
+// topics last given to SetTopics, as DeleteTopics would have when they were
+// deleted. The broker calls it once after loading __consumer_offsets: a
+// topic deleted from the metadata just before a crash, before its offsets'
+// tombstones were appended, is then found absent at start, and a topic
+// recreated under its name does not inherit its offsets. Offsets exist only
+// for topics that existed when committed (Kafka's KafkaApis refuses a commit
+// to a topic its metadata cache does not hold), so an absent topic was
+// deleted. Committed offsets are keyed by topic name, with no topic id, so a
+// topic deleted and recreated under the same name before the restart keeps
+// its offsets: the name alone cannot tell the two apart.
+//
+// Kafka does not do this: GroupCoordinatorShard.onLoaded applies the image
+// with an empty delta, so a deletion missed before a restart is found by no
+// one and its offsets wait for offsets.retention.minutes. Cascade closes
+// that window because a topic recreated under the name would otherwise
+// start from the old offsets.
+func (c *Coordinator) DeleteAbsentTopics(now time.Time) {
+	c.now = now
+	absent := map[tp]bool{}
+	note := func(t tp) {
+		if _, ok := c.topics[t.topic]; !ok {
+			absent[t] = true
+		}
+	}
+	for _, offs := range c.offsets {
+		for t := range offs {
+			note(t)
+		}
+	}
+	for _, offs := range c.txnOffsets {
+		for t := range offs {
+			note(t)
+		}
+	}
+	c.deleteOffsetsOf(absent)
 }
 
 // removeOffset applies an offset commit tombstone: the committed offset and

@@ -20,7 +20,10 @@
 // are served by its state machine, and the group downgrades when its last
 // consumer protocol member leaves or is replaced by a classic static member
 // with its group.instance.id. DeleteTopics tombstones every group's offsets
-// of deleted topics (deleted.go), as Kafka does on topic deletion.
+// of deleted topics (deleted.go), as Kafka does on topic deletion;
+// DeleteAbsentTopics, called once after a load, does the same for committed
+// topics missing from the metadata, deleted before a crash let their
+// tombstones be written.
 //
 // Offset commits (offsets.go, txn.go) are validated as Kafka 4.4's
 // OffsetMetadataManager and ConsumerGroup.validateOffsetCommit: a consumer

@@ -636,12 +636,8 @@ func (c *Coordinator) classicHeartbeatToConsumer(r Request, req *kmsg.HeartbeatR
 func (c *Coordinator) classicLeaveToConsumer(r Request, req *kmsg.LeaveGroupRequest, g *consumerGroup) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	defer c.reply(r.ID, resp)
-	members := req.Members
-	if req.Version < 3 {
-		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
-	}
 	removed := false
-	for _, lm := range members {
+	for _, lm := range leaveMembers(req) {
 		out := kmsg.LeaveGroupResponseMember{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
 		var m *consumerMember
 		var err *kerr.Error
@@ -667,11 +663,7 @@ func (c *Coordinator) classicLeaveToConsumer(r Request, req *kmsg.LeaveGroupRequ
 			c.dropConsumerMember(g, m)
 			removed = true
 		}
-		if req.Version < 3 {
-			resp.ErrorCode = out.ErrorCode
-		} else {
-			resp.Members = append(resp.Members, out)
-		}
+		appendLeaveResult(req, resp, out)
 	}
 	if removed {
 		c.bumpGroupEpoch(g)

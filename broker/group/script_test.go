@@ -293,6 +293,8 @@ func (h *harness) run(t *testing.T, line string) string {
 		h.topics = keep
 		h.c.SetTopics(h.topics)
 		h.c.DeleteTopics(h.now, gone)
+	case "deleteabsent":
+		h.c.DeleteAbsentTopics(h.now)
 	case "tick":
 		h.now = h.now.Add(time.Duration(atoi(pos[0], 0)) * time.Millisecond)
 		h.c.Tick(h.now)

@@ -3,10 +3,7 @@ package handler
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
 // OffsetCommit: v2-10
@@ -44,73 +41,23 @@ func handleOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.SetVersion(r.Version)
 	useIDs := r.Version >= 10
-	img := env.Meta.Image()
-
-	type topicKey struct {
-		name string
-		id   [16]byte
-	}
-	keyOf := func(name string, id [16]byte) topicKey {
-		if useIDs {
-			return topicKey{id: id}
-		}
-		return topicKey{name: name}
-	}
-	byKey := map[topicKey]int{} // index into resp.Topics
-	topicOf := func(name string, id [16]byte) *kmsg.OffsetCommitResponseTopic {
-		k := keyOf(name, id)
-		i, ok := byKey[k]
-		if !ok {
-			i = len(resp.Topics)
-			byKey[k] = i
-			resp.Topics = append(resp.Topics, kmsg.OffsetCommitResponseTopic{Topic: name, TopicID: id})
-		}
-		return &resp.Topics[i]
-	}
-	refuse := func(name string, id [16]byte, part int32, code int16) {
-		t := topicOf(name, id)
-		t.Partitions = append(t.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
-		env.Metrics.Error(req.Key, code)
-	}
-
+	answer := newCommitAnswer(&resp.Topics, useIDs,
+		func(name string, id [16]byte) kmsg.OffsetCommitResponseTopic {
+			return kmsg.OffsetCommitResponseTopic{Topic: name, TopicID: id}
+		},
+		func(t *kmsg.OffsetCommitResponseTopic) (string, [16]byte, *[]kmsg.OffsetCommitResponseTopicPartition) {
+			return t.Topic, t.TopicID, &t.Partitions
+		})
 	valid := *r
-	valid.Topics = nil
-	for _, rt := range r.Topics {
-		var t *metadata.Topic
-		var ok bool
-		name := rt.Topic
-		if useIDs {
-			if t, ok = img.TopicByID(metadata.UUID(rt.TopicID)); ok {
-				name = t.Name
-			}
-		} else {
-			t, ok = img.Topic(name)
-		}
-		switch {
-		case useIDs && !ok:
-			for _, p := range rt.Partitions {
-				refuse(name, rt.TopicID, p.Partition, kerr.UnknownTopicID.Code)
-			}
-			continue
-		case !ok:
-			for _, p := range rt.Partitions {
-				refuse(name, rt.TopicID, p.Partition, kerr.UnknownTopicOrPartition.Code)
-			}
-			continue
-		}
-		kept := rt
-		kept.Topic, kept.Partitions = name, nil
-		for _, p := range rt.Partitions {
-			if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
-				refuse(name, rt.TopicID, p.Partition, kerr.UnknownTopicOrPartition.Code)
-				continue
-			}
-			kept.Partitions = append(kept.Partitions, p)
-		}
-		if len(kept.Partitions) > 0 {
-			valid.Topics = append(valid.Topics, kept)
-		}
-	}
+	valid.Topics = filterCommitTopics(env.Meta.Image(), useIDs, r.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) (*string, [16]byte, *[]kmsg.OffsetCommitRequestTopicPartition) {
+			return &t.Topic, t.TopicID, &t.Partitions
+		},
+		func(p *kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		func(name string, id [16]byte, part int32, code int16) {
+			answer.add(name, id, kmsg.OffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
+			env.Metrics.Error(req.Key, code)
+		})
 	if len(valid.Topics) == 0 {
 		return resp, nil
 	}
@@ -121,14 +68,5 @@ func handleOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		return nil, err
 	}
 	cr := gr.(*kmsg.OffsetCommitResponse)
-	if len(resp.Topics) == 0 {
-		cr.SetVersion(r.Version)
-		return cr, nil
-	}
-	resp.ThrottleMillis = cr.ThrottleMillis
-	for _, ct := range cr.Topics {
-		t := topicOf(ct.Topic, ct.TopicID)
-		t.Partitions = append(t.Partitions, ct.Partitions...)
-	}
-	return resp, nil
+	return answer.finish(r.Version, resp, cr, cr.Topics), nil
 }

@@ -51,94 +51,39 @@ func init() { register(28, 0, 6, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
-	resp, valid := filterTxnOffsetCommit(env, req, r)
-	if len(valid.Topics) == 0 {
-		return resp, nil
-	}
-	answer, err := txnOffsetCommitValid(ctx, env, req, valid)
-	if err != nil {
-		return nil, err
-	}
-	cr := answer.(*kmsg.TxnOffsetCommitResponse)
-	if len(resp.Topics) == 0 {
-		cr.SetVersion(r.Version)
-		return cr, nil
-	}
-	resp.ThrottleMillis = cr.ThrottleMillis
-	for _, ct := range cr.Topics {
-		t := txnResponseTopic(resp, r.Version >= 6, ct.Topic, ct.TopicID)
-		t.Partitions = append(t.Partitions, ct.Partitions...)
-	}
-	return resp, nil
-}
-
-// filterTxnOffsetCommit answers the partitions of r that name no existing
-// topic partition in resp and returns the request of the rest, each topic
-// carrying its name (resolved from its id at v6).
-func filterTxnOffsetCommit(env *Env, req *Request, r *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, *kmsg.TxnOffsetCommitRequest) {
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.SetVersion(r.Version)
 	useIDs := r.Version >= 6
-	refuse := func(name string, id [16]byte, part int32, code int16) {
-		t := txnResponseTopic(resp, useIDs, name, id)
-		t.Partitions = append(t.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
-		env.Metrics.Error(req.Key, code)
-	}
-	valid := *r
-	valid.Topics = nil
+	answer := newCommitAnswer(&resp.Topics, useIDs,
+		func(name string, id [16]byte) kmsg.TxnOffsetCommitResponseTopic {
+			return kmsg.TxnOffsetCommitResponseTopic{Topic: name, TopicID: id}
+		},
+		func(t *kmsg.TxnOffsetCommitResponseTopic) (string, [16]byte, *[]kmsg.TxnOffsetCommitResponseTopicPartition) {
+			return t.Topic, t.TopicID, &t.Partitions
+		})
 	var img *metadata.Image
 	if env.Meta != nil {
 		img = env.Meta.Image()
 	}
-	for _, rt := range r.Topics {
-		var t *metadata.Topic
-		ok := false
-		name := rt.Topic
-		switch {
-		case img == nil:
-		case useIDs:
-			if t, ok = img.TopicByID(metadata.UUID(rt.TopicID)); ok {
-				name = t.Name
-			}
-		default:
-			t, ok = img.Topic(name)
-		}
-		if !ok {
-			code := kerr.UnknownTopicOrPartition.Code
-			if useIDs {
-				code = kerr.UnknownTopicID.Code
-			}
-			for _, p := range rt.Partitions {
-				refuse(name, rt.TopicID, p.Partition, code)
-			}
-			continue
-		}
-		kept := rt
-		kept.Topic, kept.Partitions = name, nil
-		for _, p := range rt.Partitions {
-			if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
-				refuse(name, rt.TopicID, p.Partition, kerr.UnknownTopicOrPartition.Code)
-				continue
-			}
-			kept.Partitions = append(kept.Partitions, p)
-		}
-		if len(kept.Partitions) > 0 {
-			valid.Topics = append(valid.Topics, kept)
-		}
+	valid := *r
+	valid.Topics = filterCommitTopics(img, useIDs, r.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) (*string, [16]byte, *[]kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return &t.Topic, t.TopicID, &t.Partitions
+		},
+		func(p *kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		func(name string, id [16]byte, part int32, code int16) {
+			answer.add(name, id, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
+			env.Metrics.Error(req.Key, code)
+		})
+	if len(valid.Topics) == 0 {
+		return resp, nil
 	}
-	return resp, &valid
-}
-
-// txnResponseTopic returns resp's topic of name (of id from v6), appending
-// it when it is not there yet.
-func txnResponseTopic(resp *kmsg.TxnOffsetCommitResponse, useIDs bool, name string, id [16]byte) *kmsg.TxnOffsetCommitResponseTopic {
-	for i := range resp.Topics {
-		if useIDs && resp.Topics[i].TopicID == id || !useIDs && resp.Topics[i].Topic == name {
-			return &resp.Topics[i]
-		}
+	gr, err := txnOffsetCommitValid(ctx, env, req, &valid)
+	if err != nil {
+		return nil, err
 	}
-	resp.Topics = append(resp.Topics, kmsg.TxnOffsetCommitResponseTopic{Topic: name, TopicID: id})
-	return &resp.Topics[len(resp.Topics)-1]
+	cr := gr.(*kmsg.TxnOffsetCommitResponse)
+	return answer.finish(r.Version, resp, cr, cr.Topics), nil
 }
 
 // txnOffsetCommitValid checks the producer's transaction and hands the

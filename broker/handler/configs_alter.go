@@ -137,19 +137,25 @@ func alterConfigResource(env *Env, a configAlteration) (int16, *string) {
 
 // checkNodeName validates the name of a BROKER or BROKER_LOGGER resource to
 // alter: this node's id. The wording is that of ConfigAdminManager
-// (BROKER) and RuntimeLoggerManager (BROKER_LOGGER), which differ.
+// (BROKER) and RuntimeLoggerManager (BROKER_LOGGER), which differ. An Env
+// without a broker Config has node id -1 (Kafka's node.id default), which
+// no resource name matches, so every named node is refused.
 func checkNodeName(env *Env, typ kmsg.ConfigResourceType, name string) (int16, *string) {
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil {
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("Node id must be an integer, but it is: " + name)
 	}
-	if int32(id) == env.Config.NodeID {
+	node := int32(-1)
+	if env.Config != nil {
+		node = env.Config.NodeID
+	}
+	if node >= 0 && int32(id) == node {
 		return 0, nil
 	}
 	if typ == kmsg.ConfigResourceTypeBrokerLogger {
-		return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected node id. Expected %d, but received %s", env.Config.NodeID, name))
+		return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected node id. Expected %d, but received %s", node, name))
 	}
-	return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected broker id, expected %d, but received %s", env.Config.NodeID, name))
+	return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("Unexpected broker id, expected %d, but received %s", node, name))
 }
 
 // alterBrokerConfigs answers an AlterConfigs or IncrementalAlterConfigs of
@@ -249,19 +255,23 @@ func alterLoggers(env *Env, a configAlteration) (int16, *string) {
 	if a.validateOnly {
 		return 0, nil
 	}
+	// As Kafka's ControllerApis/ConfigAdminManager around
+	// RuntimeLoggerManager.applyChangesForResource: a change that fails
+	// while being applied stops the resource, which answers the error
+	// (ApiError.fromThrowable: UNKNOWN_SERVER_ERROR) rather than success.
 	log := env.logger()
 	for _, op := range a.ops {
 		if op.op == kmsg.IncrementalAlterConfigOpSet {
 			if err := lv.Set(op.name, *op.value); err != nil {
 				log.Error("failed to update a log level", "name", op.name, "level", *op.value, "err", err)
-				continue
+				return kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
 			}
 			log.Warn("updated a log level", "name", op.name, "level", *op.value)
 			continue
 		}
 		if err := lv.Unset(op.name); err != nil {
 			log.Error("failed to unset a log level", "name", op.name, "err", err)
-			continue
+			return kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
 		}
 		log.Warn("unset a log level", "name", op.name)
 	}

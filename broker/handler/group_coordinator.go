@@ -262,7 +262,12 @@ func cutPort(addr string) (host, port string, ok bool) {
 // changed. A topic of the previous image that is gone, or whose name now
 // belongs to another topic id, was deleted: the state machine drops every
 // group's offsets of it, as Kafka's GroupCoordinatorService.onPartitionsDeleted
-// does when the metadata publisher sees the deletion.
+// does when the metadata publisher sees the deletion. The first sync after
+// loading __consumer_offsets has no previous image: there, the committed
+// topics absent from the image are the deleted ones (group's
+// DeleteAbsentTopics), which covers a deletion made durable in the metadata
+// just before a crash, before TopicsDeleted appended its tombstones (a
+// window Kafka leaves open, see DeleteAbsentTopics).
 func (c *GroupCoordinator) syncTopics() {
 	img := c.env.Meta.Image()
 	if img == c.img {
@@ -277,6 +282,7 @@ func (c *GroupCoordinator) syncTopics() {
 	}
 	c.m.SetTopics(out)
 	if prev == nil {
+		c.m.DeleteAbsentTopics(c.env.now())
 		return
 	}
 	var deleted []group.Topic

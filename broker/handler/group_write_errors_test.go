@@ -11,14 +11,29 @@ import (
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
 
+// errorCodeCase is one row of a table of append errors and the Kafka
+// error code a client is answered for each.
+type errorCodeCase struct {
+	err  error
+	want int16
+}
+
+// checkErrorCodes runs code on every row of cases and reports the rows
+// whose answer differs from the expected code.
+func checkErrorCodes(t *testing.T, cases []errorCodeCase, code func(error) int16) {
+	t.Helper()
+	for _, tc := range cases {
+		if got := code(tc.err); got != tc.want {
+			t.Errorf("%v: got %s, want %s", tc.err, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+}
+
 // TestCoordinatorWriteErrorCode holds the mapping of Kafka's
 // CoordinatorOperationExceptionHelper.handleOperationException, for Kafka
 // errors and for the log's sentinels that reach the group coordinator.
 func TestCoordinatorWriteErrorCode(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want int16
-	}{
+	checkErrorCodes(t, []errorCodeCase{
 		{kerr.UnknownTopicOrPartition, kerr.CoordinatorNotAvailable.Code},
 		{kerr.NotEnoughReplicas, kerr.CoordinatorNotAvailable.Code},
 		{kerr.RequestTimedOut, kerr.CoordinatorNotAvailable.Code},
@@ -36,9 +51,5 @@ func TestCoordinatorWriteErrorCode(t *testing.T) {
 		{fmt.Errorf("%w: __consumer_offsets-3 not hosted", partition.ErrDeleted), kerr.NotCoordinator.Code},
 		{fmt.Errorf("append: %w", log.ErrOutOfOrderSequence), kerr.OutOfOrderSequenceNumber.Code},
 		{errors.New("unexpected"), kerr.UnknownServerError.Code},
-	} {
-		if got := coordinatorWriteErrorCode(tc.err); got != tc.want {
-			t.Errorf("%v: got %s, want %s", tc.err, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
-		}
-	}
+	}, coordinatorWriteErrorCode)
 }
