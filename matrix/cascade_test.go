@@ -14,8 +14,8 @@ import (
 // wired here, in a test file, so that the matrix package itself never
 // imports the broker: the harness treats every target as a black box.
 func init() {
-	matrix.CascadeStarter = func(ctx context.Context, t testing.TB) (matrix.Instance, error) {
-		b := brokertest.Start(t, matrix.BrokerOverrides)
+	matrix.CascadeStarter = func(ctx context.Context, t testing.TB, overrides map[string]string) (matrix.Instance, error) {
+		b := brokertest.Start(t, overrides)
 		return cascadeInstance{b}, nil
 	}
 }

@@ -11,7 +11,11 @@
 // itself, and out-of-process drivers speak the JSON protocol documented in
 // matrix/README.md. The version negotiation cell (scenario_versions.go)
 // puts faults/proxy between a client and the target, with a toxic that
-// records request versions and changes nothing.
+// records request versions and changes nothing; the lost-answer cell
+// (scenario_retries.go) uses a toxic that loses the first Produce answer.
+// Cells needing a static broker setting the main instance must not have
+// (auto-creation on, a fast retention check) run on the target's variant
+// instance (VariantOverrides, Env.Variant, scenario_variant.go).
 //
 // `go test ./matrix/...` runs it; MATRIX_TARGETS, MATRIX_CLIENTS and
 // MATRIX_REPORT_DIR select targets, clients and where the report goes. The

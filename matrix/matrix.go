@@ -73,9 +73,16 @@ type Env struct {
 
 	runID   string
 	history *History
-	mu      sync.Mutex
-	seq     int
-	memo    map[string]any
+	// clients are the clients selected for the run, for scenarios that
+	// bring in other clients (mixedPeers).
+	clients []string
+
+	variantStart func(ctx context.Context) (Instance, error)
+	variant      Instance
+	variantErr   error
+	mu           sync.Mutex
+	seq          int
+	memo         map[string]any
 }
 
 // OpenAnother opens a second instance of a client (a second process for an
@@ -134,6 +141,71 @@ func (e *Env) OpenKillable(ctx context.Context, client string) (driver.Driver, d
 	return Record(d, e.history, name), k, nil
 }
 
+// SetVariant gives the Env a way to start the target's variant instance
+// (the same target with VariantOverrides), started on first use by
+// Variant and stopped by StopVariant.
+func (e *Env) SetVariant(start func(ctx context.Context) (Instance, error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.variantStart = start
+}
+
+// Variant returns the bootstrap address of the target's variant instance,
+// starting it on first use; without SetVariant, or when the target cannot
+// be started with other settings, the error wraps ErrTargetUnavailable.
+func (e *Env) Variant(ctx context.Context) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.variant != nil {
+		return e.variant.Bootstrap(), nil
+	}
+	if e.variantErr != nil {
+		return "", e.variantErr
+	}
+	if e.variantStart == nil {
+		e.variantErr = fmt.Errorf("%w: %s: no variant instance (Env.SetVariant) in this run", ErrTargetUnavailable, e.Target)
+		return "", e.variantErr
+	}
+	inst, err := e.variantStart(ctx)
+	if err != nil {
+		e.variantErr = fmt.Errorf("start the %s variant (%v): %w", e.Target, VariantOverrides, err)
+		return "", e.variantErr
+	}
+	e.variant = inst
+	return inst.Bootstrap(), nil
+}
+
+// StopVariant stops the variant instance if Variant started one.
+func (e *Env) StopVariant() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.variant == nil {
+		return nil
+	}
+	err := e.variant.Stop()
+	e.variant = nil
+	return err
+}
+
+// OpenOn opens another instance of client connected to bootstrap (the
+// variant instance), recorded in the run's history under its own name.
+// The caller closes it.
+func (e *Env) OpenOn(ctx context.Context, client, bootstrap string) (driver.Driver, error) {
+	open, ok := driver.Lookup(client)
+	if !ok {
+		return nil, fmt.Errorf("no driver registered for client %q", client)
+	}
+	d, err := open(ctx, bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("open %s on %s: %w", client, bootstrap, err)
+	}
+	e.mu.Lock()
+	e.seq++
+	name := fmt.Sprintf("%s@%s-variant-%d", client, e.Target, e.seq)
+	e.mu.Unlock()
+	return Record(d, e.history, name), nil
+}
+
 // NewEnv returns an Env for one target run.
 func NewEnv(target, bootstrap string) *Env {
 	var b [3]byte
@@ -180,6 +252,7 @@ func (e *Env) Memo(key string, f func() (any, error)) (any, error) {
 // a client whose driver cannot start fails all its cells with the reason.
 func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h *History, progress io.Writer) ([]Cell, map[string]string) {
 	e.history = h
+	e.clients = clients
 	drivers := map[string]driver.Driver{}
 	infos := map[string]string{}
 	openErr := map[string]error{}

@@ -40,7 +40,7 @@ func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the compatibility matrix starts brokers; skipped with -short")
 	}
-	// About 8 minutes for both targets and six clients once cached; the
+	// About 10 minutes for both targets and six clients once cached; the
 	// first run also provisions Apache Kafka, Python and Java drivers.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -75,7 +75,21 @@ func TestMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := matrix.NewEnv(target, inst.Bootstrap())
+		if target != matrix.TargetExternal {
+			target := target
+			env.SetVariant(func(ctx context.Context) (matrix.Instance, error) {
+				start := time.Now()
+				v, err := matrix.StartTargetWith(ctx, t, target, matrix.VariantOverrides)
+				if err == nil {
+					fmt.Fprintf(os.Stderr, "matrix: %s variant at %s started in %v\n", target, v.Bootstrap(), time.Since(start).Round(time.Millisecond))
+				}
+				return v, err
+			})
+		}
 		rep.Cells, rep.Clients = matrix.Run(ctx, env, clients, scenarios, h, os.Stderr)
+		if err := env.StopVariant(); err != nil {
+			t.Errorf("stop the %s variant: %v", target, err)
+		}
 		if err := h.Close(); err != nil {
 			t.Errorf("history %s: %v", rep.History, err)
 		}

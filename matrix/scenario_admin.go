@@ -209,9 +209,10 @@ func Catalogue() []Scenario {
 		acksScenario("idempotent", driver.Produce{Acks: -1, Idempotent: true}),
 		acksScenario("idempotent-1-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 1, LingerMs: 1}),
 		acksScenario("idempotent-5-in-flight", driver.Produce{Acks: -1, Idempotent: true, MaxInFlight: 5, LingerMs: 1}),
-		listOffsetsScenario, deleteRecordsScenario, emptyAndPastEndScenario)
+		lostAnswerScenario,
+		listOffsetsScenario, maxTimestampScenario, deleteRecordsScenario, emptyAndPastEndScenario)
 	s = append(s, groupScenarios()...)
-	s = append(s, transactionsScenario, transformScenario, fencingScenario, compactionScenario, versionsScenario, errorsScenario, unknownGroupScenario)
+	s = append(s, transactionsScenario, transformScenario, fencingScenario, compactionScenario, retentionScenario, autoCreateScenario, versionsScenario, errorsScenario, unknownGroupScenario)
 	return s
 }
 

@@ -319,5 +319,5 @@ func groupScenarios() []Scenario {
 	for _, a := range []string{"range", "roundrobin", "sticky", "cooperative-sticky"} {
 		s = append(s, assignorScenario(a))
 	}
-	return append(s, rebalanceScenario, crashScenario, autoCommitCloseScenario, autoCommitCrashScenario, mixedGroupScenario)
+	return append(s, rebalanceScenario, crashScenario, autoCommitCloseScenario, autoCommitCrashScenario, mixedGroupScenario, mixedLiveScenario, describeGroupsScenario)
 }

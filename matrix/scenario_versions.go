@@ -131,12 +131,10 @@ var versionsScenario = Scenario{
 	Title: "request versions each client negotiates (ApiVersions) over a common workload",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
-		bmax, addrs, err := brokerVersions(ctx, e)
+		bmax, _, err := brokerVersions(ctx, e)
 		if err != nil {
 			return "", err
 		}
-		g := proxy.NewGroup(proxy.Options{})
-		defer g.Close()
 		recordersMu.Lock()
 		recorderSeq++
 		id := fmt.Sprintf("%s-%d", e.runID, recorderSeq)
@@ -152,32 +150,18 @@ var versionsScenario = Scenario{
 		if err != nil {
 			return "", err
 		}
-		// One proxy for the bootstrap address and one per advertised
-		// broker address that differs, all recording.
-		upstreams := append([]string{e.Bootstrap}, addrs...)
-		var front *proxy.Proxy
-		seen := map[string]bool{}
-		for i, up := range upstreams {
-			if seen[up] {
-				continue
-			}
-			seen[up] = true
-			p, err := g.Add(fmt.Sprintf("versions-%d", i), "127.0.0.1:0", up)
-			if err != nil {
-				return "", fmt.Errorf("proxy to %s: %w", up, err)
-			}
-			if err := p.AddToxic(proxy.ToxicSpec{Name: "versions", Type: versionToxicType, Stream: "upstream", Toxicity: 1, Attributes: attrs}); err != nil {
-				return "", fmt.Errorf("proxy to %s: %w", up, err)
-			}
-			if front == nil {
-				front = p
-			}
+		// One recording proxy for the bootstrap address and one per
+		// advertised broker address that differs.
+		g, front, nproxies, err := proxied(ctx, e, "versions", proxy.ToxicSpec{Name: "versions", Type: versionToxicType, Stream: "upstream", Toxicity: 1, Attributes: attrs})
+		if err != nil {
+			return "", err
 		}
+		defer g.Close()
 		open, ok := driver.Lookup(d.Client())
 		if !ok {
 			return "", fmt.Errorf("no driver registered for client %q", d.Client())
 		}
-		v, err := open(ctx, front.Addr())
+		v, err := open(ctx, front)
 		if err != nil {
 			return "", fmt.Errorf("open %s through the proxy: %w", d.Client(), err)
 		}
@@ -185,8 +169,8 @@ var versionsScenario = Scenario{
 		if err := versionsWorkload(ctx, e, v); err != nil {
 			return "", err
 		}
-		if n := len(g.Proxies()); n > len(seen) {
-			return "", fmt.Errorf("the client reached %d brokers the recording proxies were not set up for", n-len(seen))
+		if n := len(g.Proxies()); n > nproxies {
+			return "", fmt.Errorf("the client reached %d brokers the recording proxies were not set up for", n-nproxies)
 		}
 		used := rec.snapshot()
 		keys := make([]int, 0, len(used))

@@ -28,10 +28,12 @@ type Instance interface {
 	Stop() error
 }
 
-// Starter starts a target's instance for one test run.
-type Starter func(ctx context.Context, t testing.TB) (Instance, error)
+// Starter starts a target's instance for one test run with the given
+// server.properties overrides (BrokerOverrides, plus VariantOverrides for
+// the variant instance).
+type Starter func(ctx context.Context, t testing.TB, overrides map[string]string) (Instance, error)
 
-// CascadeStarter starts an embedded Cascade broker with BrokerOverrides.
+// CascadeStarter starts an embedded Cascade broker with the overrides.
 // The matrix's test (cascade_test.go) sets it from broker/brokertest, so
 // that this package never imports the broker; when it is unset the cascade
 // target reports that it is unavailable.
@@ -40,25 +42,59 @@ var CascadeStarter Starter
 // ErrTargetUnavailable reports a target that cannot run here.
 var ErrTargetUnavailable = errors.New("matrix: target unavailable")
 
-// StartTarget starts the named target.
+// VariantOverrides are what the variant instance of a started target
+// changes from BrokerOverrides, for the cells that need a broker setting
+// Kafka cannot change at run time: auto.create.topics.enable is a static
+// broker config (KafkaConfig), and a 200 ms log.retention.check.interval.ms
+// would let the main instance's retention delete the old explicit
+// timestamps other scenarios write.
+var VariantOverrides = map[string]string{
+	"auto.create.topics.enable":       "true",
+	"log.retention.check.interval.ms": "200",
+}
+
+// StartTarget starts the named target with BrokerOverrides.
 func StartTarget(ctx context.Context, t testing.TB, name string) (Instance, error) {
+	return StartTargetWith(ctx, t, name, nil)
+}
+
+// StartTargetWith starts the named target with BrokerOverrides changed by
+// extra. An external cluster cannot be reconfigured, so extra entries make
+// it ErrTargetUnavailable.
+func StartTargetWith(ctx context.Context, t testing.TB, name string, extra map[string]string) (Instance, error) {
+	ov := map[string]string{}
+	for k, v := range BrokerOverrides {
+		ov[k] = v
+	}
+	for k, v := range extra {
+		ov[k] = v
+	}
 	switch name {
 	case TargetCascade:
 		if CascadeStarter == nil {
 			return nil, fmt.Errorf("%w: cascade: no embedded broker is linked into this binary (matrix.CascadeStarter is set by the matrix tests from broker/brokertest); select other targets with MATRIX_TARGETS", ErrTargetUnavailable)
 		}
-		return CascadeStarter(ctx, t)
+		return CascadeStarter(ctx, t, ov)
 	case TargetApacheKafka:
+		if _, ok := extra["log.retention.check.interval.ms"]; ok {
+			// Kafka's LogManager first runs its retention task after
+			// log.initial.task.delay.ms (30 s by default); Cascade has
+			// no such delay and refuses the key.
+			ov["log.initial.task.delay.ms"] = "0"
+		}
 		dist, err := apachekafka.Ensure(ctx)
 		if err != nil {
 			return nil, err
 		}
-		b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: BrokerOverrides})
+		b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: ov})
 		if err != nil {
 			return nil, err
 		}
 		return akInstance{b}, nil
 	case TargetExternal:
+		if len(extra) > 0 {
+			return nil, fmt.Errorf("%w: external: a cluster named by MATRIX_BOOTSTRAP cannot be started with other settings", ErrTargetUnavailable)
+		}
 		addr := os.Getenv("MATRIX_BOOTSTRAP")
 		if addr == "" {
 			return nil, fmt.Errorf("%w: external: set MATRIX_BOOTSTRAP=host:port", ErrTargetUnavailable)

@@ -459,3 +459,120 @@ func TestHistoryGroupRereadStartsNewFetch(t *testing.T) {
 		t.Fatalf("want two fetch lines, the second from 0 again:\n%s", b)
 	}
 }
+
+type fakeInstance struct {
+	addr    string
+	stopped *int
+}
+
+func (f fakeInstance) Bootstrap() string { return f.addr }
+func (f fakeInstance) Version() string   { return "fake" }
+func (f fakeInstance) Stop() error       { *f.stopped++; return nil }
+
+func TestStartTargetWithOverrides(t *testing.T) {
+	saved := CascadeStarter
+	defer func() { CascadeStarter = saved }()
+	var got map[string]string
+	stops := 0
+	CascadeStarter = func(_ context.Context, _ testing.TB, ov map[string]string) (Instance, error) {
+		got = ov
+		return fakeInstance{"x:1", &stops}, nil
+	}
+	if _, err := StartTargetWith(context.Background(), t, TargetCascade, VariantOverrides); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range BrokerOverrides {
+		if w, ok := VariantOverrides[k]; ok {
+			v = w
+		}
+		if got[k] != v {
+			t.Errorf("override %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if got["auto.create.topics.enable"] != "true" || got["log.retention.check.interval.ms"] != "200" {
+		t.Errorf("variant overrides missing: %v", got)
+	}
+	if BrokerOverrides["auto.create.topics.enable"] != "false" {
+		t.Errorf("StartTargetWith changed BrokerOverrides: %v", BrokerOverrides)
+	}
+	if _, err := StartTarget(context.Background(), t, TargetCascade); err != nil || got["auto.create.topics.enable"] != "false" {
+		t.Errorf("plain start: overrides %v, %v", got, err)
+	}
+	t.Setenv("MATRIX_BOOTSTRAP", "h:1")
+	if _, err := StartTargetWith(context.Background(), t, TargetExternal, VariantOverrides); !errors.Is(err, ErrTargetUnavailable) {
+		t.Errorf("external variant: %v, want ErrTargetUnavailable", err)
+	}
+}
+
+func TestEnvVariant(t *testing.T) {
+	e := NewEnv("t", "b:1")
+	if _, err := e.Variant(context.Background()); !errors.Is(err, ErrTargetUnavailable) {
+		t.Errorf("variant without SetVariant: %v", err)
+	}
+	e = NewEnv("t", "b:1")
+	starts, stops := 0, 0
+	e.SetVariant(func(context.Context) (Instance, error) {
+		starts++
+		return fakeInstance{"v:2", &stops}, nil
+	})
+	for i := 0; i < 2; i++ {
+		if bs, err := e.Variant(context.Background()); err != nil || bs != "v:2" {
+			t.Fatalf("variant: %q %v", bs, err)
+		}
+	}
+	if starts != 1 {
+		t.Errorf("variant started %d times, want once", starts)
+	}
+	if err := e.StopVariant(); err != nil || stops != 1 {
+		t.Errorf("stop: %v, %d stops", err, stops)
+	}
+	if err := e.StopVariant(); err != nil || stops != 1 {
+		t.Errorf("second stop: %v, %d stops", err, stops)
+	}
+	e = NewEnv("t", "b:1")
+	e.SetVariant(func(context.Context) (Instance, error) { starts++; return nil, errors.New("boom") })
+	for i := 0; i < 2; i++ {
+		if _, err := e.Variant(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("failed variant: %v", err)
+		}
+	}
+	if starts != 2 {
+		t.Errorf("a failed variant was retried: %d starts", starts)
+	}
+}
+
+func TestMixedPeers(t *testing.T) {
+	all := []string{"confluent-kafka-go", "franz-go", "java", "python-confluent-kafka", "python-kafka-python", "sarama"}
+	for _, tc := range []struct {
+		client   string
+		selected []string
+		want     string
+	}{
+		{"confluent-kafka-go", all, "java,franz-go"},
+		{"python-confluent-kafka", all, "java,franz-go"},
+		{"java", all, "franz-go,python-confluent-kafka"},
+		{"franz-go", all, "java,python-confluent-kafka"},
+		{"sarama", []string{"sarama", "python-kafka-python"}, "python-kafka-python,java"},
+		{"franz-go-process", all, "java,python-confluent-kafka"},
+	} {
+		if got := strings.Join(mixedPeers(tc.client, tc.selected), ","); got != tc.want {
+			t.Errorf("mixedPeers(%s, %v) = %s, want %s", tc.client, tc.selected, got, tc.want)
+		}
+	}
+}
+
+func TestDisjointCover(t *testing.T) {
+	ok := []mixedMember{{id: "a", parts: []int32{0, 1}}, {id: "b", parts: []int32{2, 3}}, {id: "c", parts: []int32{4, 5}}}
+	if err := disjointCover(ok); err != nil {
+		t.Errorf("disjoint cover: %v", err)
+	}
+	for name, ms := range map[string][]mixedMember{
+		"overlap": {{id: "a", parts: []int32{0, 1, 2}}, {id: "b", parts: []int32{2, 3, 4, 5}}},
+		"missing": {{id: "a", parts: []int32{0, 1}}, {id: "b", parts: []int32{2, 3, 4}}},
+		"empty":   {{id: "a", parts: []int32{0, 1, 2, 3, 4, 5}}, {id: "b"}},
+	} {
+		if err := disjointCover(ms); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -50,6 +50,12 @@ type Driver interface {
 	FetchCommitted(ctx context.Context, req FetchCommitted) (int64, error)
 	// DeleteGroup deletes an empty consumer group.
 	DeleteGroup(ctx context.Context, group string) error
+	// DescribeGroup describes a consumer group through the client's admin
+	// API (DescribeGroups, or ConsumerGroupDescribe where the client
+	// prefers it): its state and members with their assignments.
+	DescribeGroup(ctx context.Context, group string) (GroupDescription, error)
+	// ListGroups lists the ids of the cluster's groups (ListGroups).
+	ListGroups(ctx context.Context) ([]string, error)
 
 	// Transform runs an exactly-once consume-transform-produce loop: a
 	// read_committed group member copies records from one topic to
@@ -223,6 +229,10 @@ type Produce struct {
 	TransactionalID string `json:"transactional_id,omitempty"`
 	// TxnAbort ends the transaction with an abort instead of a commit.
 	TxnAbort bool `json:"txn_abort,omitempty"`
+	// AutoCreate lets the producer ask the broker to create an unknown
+	// topic (Metadata's AllowAutoTopicCreation); the drivers ask for no
+	// auto-creation otherwise.
+	AutoCreate bool `json:"auto_create,omitempty"`
 }
 
 // Delivery is the outcome of one produced record, in request order.
@@ -269,8 +279,11 @@ type ConsumeResult struct {
 // ListOffsets is the list_offsets command. Kind is "earliest", "latest" or
 // "timestamp" (the first offset whose timestamp is >= TimestampMs).
 type ListOffsets struct {
-	Topic       string `json:"topic"`
-	Partition   int32  `json:"partition"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Kind is "earliest", "latest", "timestamp" (the first offset at or
+	// after TimestampMs) or "max_timestamp" (the offset of the record
+	// with the largest timestamp, KIP-734; -1 in an empty partition).
 	Kind        string `json:"kind"`
 	TimestampMs int64  `json:"timestamp_ms,omitempty"`
 }
@@ -373,6 +386,29 @@ type GroupConsumeResult struct {
 type PartitionOffset struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
+}
+
+// GroupDescription is the describe_group result. State is Kafka's name
+// of the group state (Stable, Empty, PreparingRebalance,
+// CompletingRebalance, Dead), as org.apache.kafka.common.GroupState
+// prints it.
+type GroupDescription struct {
+	Group   string              `json:"group"`
+	State   string              `json:"state"`
+	Members []GroupMemberDetail `json:"members"`
+}
+
+// GroupMemberDetail is one member of a described group.
+type GroupMemberDetail struct {
+	MemberID   string           `json:"member_id"`
+	ClientID   string           `json:"client_id"`
+	Assignment []TopicPartition `json:"assignment"`
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 // FetchCommitted is the fetch_committed command.

@@ -248,6 +248,18 @@ func (p *process) DeleteGroup(ctx context.Context, group string) error {
 	return p.call(ctx, OpDeleteGroup, GroupArgs{Group: group}, nil)
 }
 
+func (p *process) DescribeGroup(ctx context.Context, group string) (GroupDescription, error) {
+	var r GroupDescription
+	err := p.call(ctx, OpDescribeGroup, GroupArgs{Group: group}, &r)
+	return r, err
+}
+
+func (p *process) ListGroups(ctx context.Context) ([]string, error) {
+	var r ListGroupsResult
+	err := p.call(ctx, OpListGroups, struct{}{}, &r)
+	return r.Groups, err
+}
+
 func (p *process) Transform(ctx context.Context, req Transform) (TransformResult, error) {
 	var r TransformResult
 	err := p.call(ctx, OpTransform, req, &r)

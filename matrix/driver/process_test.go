@@ -139,6 +139,14 @@ func (m *mem) DeleteGroup(_ context.Context, g string) error {
 	return &driver.Error{Code: "GROUP_ID_NOT_FOUND", Message: g}
 }
 
+func (m *mem) DescribeGroup(_ context.Context, g string) (driver.GroupDescription, error) {
+	return driver.GroupDescription{Group: g, State: "Stable", Members: []driver.GroupMemberDetail{
+		{MemberID: "m-1", ClientID: "mem", Assignment: []driver.TopicPartition{{Topic: "t", Partition: 0}}},
+	}}, nil
+}
+
+func (m *mem) ListGroups(context.Context) ([]string, error) { return []string{"g", "h"}, nil }
+
 func (m *mem) Transform(context.Context, driver.Transform) (driver.TransformResult, error) {
 	return driver.TransformResult{}, driver.Unsupported("mem has no transactions")
 }
@@ -241,6 +249,13 @@ func TestProcessRoundTrip(t *testing.T) {
 	}
 	if err := d.DeleteGroup(ctx, "g"); driver.Code(err) != "GROUP_ID_NOT_FOUND" {
 		t.Errorf("delete group: %v", err)
+	}
+	if gd, err := d.DescribeGroup(ctx, "g"); err != nil || gd.Group != "g" || gd.State != "Stable" || len(gd.Members) != 1 ||
+		gd.Members[0].ClientID != "mem" || len(gd.Members[0].Assignment) != 1 || gd.Members[0].Assignment[0] != (driver.TopicPartition{Topic: "t", Partition: 0}) {
+		t.Errorf("describe group: %+v %v", gd, err)
+	}
+	if gs, err := d.ListGroups(ctx); err != nil || strings.Join(gs, ",") != "g,h" {
+		t.Errorf("list groups: %v %v", gs, err)
 	}
 	if err := d.ProducerOpen(ctx, driver.ProducerOpen{Producer: "p", TransactionalID: "no"}); driver.Code(err) != "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" {
 		t.Errorf("producer open: %v", err)

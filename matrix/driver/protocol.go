@@ -47,6 +47,8 @@ const (
 	OpGroupConsume     = "group_consume"
 	OpFetchCommitted   = "fetch_committed"
 	OpDeleteGroup      = "delete_group"
+	OpDescribeGroup    = "describe_group"
+	OpListGroups       = "list_groups"
 	OpTransform        = "transform"
 	OpProducerOpen     = "producer_open"
 	OpProducerSend     = "producer_send"
@@ -91,6 +93,11 @@ type ConfigsResult struct {
 // GroupArgs are the arguments of delete_group.
 type GroupArgs struct {
 	Group string `json:"group"`
+}
+
+// ListGroupsResult is the result of list_groups.
+type ListGroupsResult struct {
+	Groups []string `json:"groups"`
 }
 
 // OffsetResult is the result of fetch_committed.

@@ -172,6 +172,15 @@ func dispatch(ctx context.Context, d Driver, cmd Command) (any, error) {
 			return nil, err
 		}
 		return struct{}{}, d.DeleteGroup(ctx, a.Group)
+	case OpDescribeGroup:
+		a, err := decode[GroupArgs](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return d.DescribeGroup(ctx, a.Group)
+	case OpListGroups:
+		gs, err := d.ListGroups(ctx)
+		return ListGroupsResult{Groups: gs}, err
 	case OpTransform:
 		a, err := decode[Transform](cmd)
 		if err != nil {

@@ -132,7 +132,7 @@ class ConfluentDriver(ConfluentTxn):
             "message.timeout.ms": DELIVERY_TIMEOUT_S * 1000,
             "topic.metadata.propagation.max.ms": 2000,
             "message.max.bytes": 16 << 20,  # Leave the size limit to the broker.
-            "allow.auto.create.topics": False,
+            "allow.auto.create.topics": bool(args.get("auto_create")),
         }
         if args.get("max_in_flight"):
             conf["max.in.flight.requests.per.connection"] = args["max_in_flight"]
@@ -256,6 +256,8 @@ class ConfluentDriver(ConfluentTxn):
             spec = OffsetSpec.latest()
         elif kind == "timestamp":
             spec = OffsetSpec.for_timestamp(args.get("timestamp_ms", 0))
+        elif kind == "max_timestamp":
+            spec = OffsetSpec.max_timestamp()  # KIP-734
         else:
             raise DriverError("CLIENT_ERROR", "unknown list_offsets kind %r" % kind)
         tp = self.ck.TopicPartition(args["topic"], args.get("partition", 0))
@@ -353,6 +355,31 @@ class ConfluentDriver(ConfluentTxn):
     def delete_group(self, args):
         self._one(self.admin.delete_consumer_groups([args["group"]], request_timeout=REQUEST_TIMEOUT_S))
         return {}
+
+    # Kafka's names of the group states (org.apache.kafka.common.GroupState)
+    # for confluent-kafka's ConsumerGroupState members.
+    GROUP_STATES = {"UNKNOWN": "Unknown", "PREPARING_REBALANCING": "PreparingRebalance",
+                    "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable",
+                    "DEAD": "Dead", "EMPTY": "Empty"}
+
+    def describe_group(self, args):
+        group = args["group"]
+        g = self._one(self.admin.describe_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S))
+        members = []
+        for m in g.members:
+            parts = [] if m.assignment is None else m.assignment.topic_partitions
+            members.append({"member_id": m.member_id, "client_id": m.client_id,
+                            "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in parts]})
+        return {"group": g.group_id, "state": self.GROUP_STATES.get(g.state.name, g.state.name), "members": members}
+
+    def list_groups(self, args):
+        try:
+            res = self.admin.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_S).result(timeout=REQUEST_TIMEOUT_S + 5)
+        except self.ck.KafkaException as e:
+            raise self.error(e)
+        if res.errors:
+            raise self.error(res.errors[0])
+        return {"groups": sorted(g.group_id for g in res.valid)}
 
 
 # --- kafka-python ------------------------------------------------------------
@@ -490,7 +517,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
             "request_timeout_ms": REQUEST_TIMEOUT_S * 1000,
             "delivery_timeout_ms": DELIVERY_TIMEOUT_S * 1000,
             "max_request_size": 16 << 20,  # Leave the size limit to the broker.
-            "allow_auto_create_topics": False,
+            "allow_auto_create_topics": bool(args.get("auto_create")),
         }
         if args.get("max_in_flight"):
             conf["max_in_flight_requests_per_connection"] = args["max_in_flight"]
@@ -643,6 +670,8 @@ class KafkaPythonDriver(KafkaPythonTxn):
             spec = OffsetSpec.LATEST
         elif kind == "timestamp":
             spec = OffsetTimestamp(args.get("timestamp_ms", 0))
+        elif kind == "max_timestamp":
+            spec = OffsetSpec.MAX_TIMESTAMP  # KIP-734
         else:
             raise DriverError("CLIENT_ERROR", "unknown list_offsets kind %r" % kind)
         tp = self.kafka.TopicPartition(args["topic"], args.get("partition", 0))
@@ -742,12 +771,41 @@ class KafkaPythonDriver(KafkaPythonTxn):
             raise DriverError(kafka_code_name(cls.errno), "delete_groups: %s" % res)
         raise DriverError("CLIENT_ERROR", "delete_groups result for %s: %s" % (group, res))
 
+    def describe_group(self, args):
+        group = args["group"]
+        a = self.admin()
+        g = self._admin_call(a.describe_groups, [group]).get(group)
+        if g is None:
+            raise DriverError("CLIENT_ERROR", "describe_groups answered without group %s" % group)
+        if g.get("error"):
+            # describe_groups answers the error as "[Error <code>] <Name>: <message>".
+            m = re.match(r"\[Error (\d+)\]", str(g["error"]))
+            raise DriverError(kafka_code_name(int(m.group(1))) if m else "CLIENT_ERROR", "describe_groups: %s" % g["error"])
+        members = []
+        for m in g.get("members") or []:
+            assigned = m.get("member_assignment")
+            if isinstance(assigned, (bytes, bytearray, str)) and assigned:
+                raise DriverError("CLIENT_ERROR", "describe_groups left the assignment of %s undecoded" % m.get("member_id"))
+            if assigned and not isinstance(assigned, dict):
+                assigned = assigned.to_dict()
+            parts = []
+            for t in (assigned or {}).get("assigned_partitions") or []:
+                for p in t["partitions"]:
+                    parts.append({"topic": t["topic"], "partition": p})
+            members.append({"member_id": m.get("member_id"), "client_id": m.get("client_id"), "assignment": parts})
+        return {"group": group, "state": g.get("group_state"), "members": members}
+
+    def list_groups(self, args):
+        a = self.admin()
+        gs = self._admin_call(a.list_groups)
+        return {"groups": sorted(set(g["group_id"] for g in gs))}
+
 
 CLIENTS = {ConfluentDriver.CLIENT: ConfluentDriver, KafkaPythonDriver.CLIENT: KafkaPythonDriver}
 
 OPS = ("create_topic", "delete_topic", "describe_topic", "create_partitions", "describe_configs",
        "alter_configs", "produce", "consume", "list_offsets", "delete_records", "group_consume",
-       "fetch_committed", "delete_group", "transform", "producer_open", "producer_send", "producer_close")
+       "fetch_committed", "delete_group", "describe_group", "list_groups", "transform", "producer_open", "producer_send", "producer_close")
 
 
 def handle(client, state, cmd):

@@ -81,5 +81,46 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(d.error(ValueError("x")).code, "CLIENT_ERROR")
 
 
+class _FakeAdmin:
+    """Answers describe_groups and list_groups as kafka-python 3.0 does."""
+
+    def __init__(self, groups):
+        self.groups = groups
+
+    def describe_groups(self, group_ids):
+        return {g: self.groups[g] for g in group_ids}
+
+    def list_groups(self):
+        return [{"group_id": "b", "protocol_type": "consumer"}, {"group_id": "a", "protocol_type": "consumer"},
+                {"group_id": "a", "protocol_type": "consumer"}]
+
+
+class GroupAdminTest(unittest.TestCase):
+    def driver(self, groups):
+        d = driver.KafkaPythonDriver("127.0.0.1:1")
+        d._admin = _FakeAdmin(groups)
+        return d
+
+    def test_kafka_python_describe_group(self):
+        from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+        assigned = ConsumerProtocolAssignment(assigned_partitions=[
+            ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[0, 1])], user_data=None, version=0)
+        d = self.driver({"g": {"group_id": "g", "group_state": "Stable", "error": None, "members": [
+            {"member_id": "m-1", "client_id": "c", "member_assignment": assigned.to_dict()},
+            {"member_id": "m-2", "client_id": "c", "member_assignment": assigned},
+            {"member_id": "m-3", "client_id": "c", "member_assignment": None}]}})
+        res = d.describe_group({"group": "g"})
+        self.assertEqual(res["state"], "Stable")
+        want = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+        self.assertEqual([m["assignment"] for m in res["members"]], [want, want, []])
+        self.assertEqual(d.list_groups({}), {"groups": ["a", "b"]})
+
+    def test_kafka_python_describe_group_error(self):
+        d = self.driver({"g": {"group_id": "g", "error": "[Error 69] GroupIdNotFoundError: g"}})
+        with self.assertRaises(driver.DriverError) as cm:
+            d.describe_group({"group": "g"})
+        self.assertEqual(cm.exception.code, "GROUP_ID_NOT_FOUND")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -229,7 +229,7 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 		"topic.metadata.propagation.max.ms": 2000,
 		"message.max.bytes":                 16 << 20, // Leave the size limit to the broker.
 		"go.delivery.report.fields":         "key,value,headers",
-		"allow.auto.create.topics":          false,
+		"allow.auto.create.topics":          req.AutoCreate,
 	}
 	if req.MaxInFlight > 0 {
 		cfg["max.in.flight.requests.per.connection"] = req.MaxInFlight
@@ -399,6 +399,8 @@ func (d *drv) ListOffsets(ctx context.Context, req driver.ListOffsets) (driver.L
 		spec = kafka.LatestOffsetSpec
 	case "timestamp":
 		spec = kafka.NewOffsetSpecForTimestamp(req.TimestampMs)
+	case "max_timestamp":
+		spec = kafka.MaxTimestampOffsetSpec
 	default:
 		return driver.ListOffsetsResult{}, fmt.Errorf("confluent-kafka-go: unknown list offsets kind %q", req.Kind)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -159,4 +160,49 @@ func (d *drv) DeleteGroup(ctx context.Context, group string) error {
 		}
 	}
 	return nil
+}
+
+func (d *drv) DescribeGroup(ctx context.Context, group string) (driver.GroupDescription, error) {
+	rs, err := d.admin.DescribeConsumerGroups(ctx, []string{group})
+	if err != nil {
+		return driver.GroupDescription{}, kafkaErr(err)
+	}
+	for _, g := range rs.ConsumerGroupDescriptions {
+		if g.GroupID != group {
+			continue
+		}
+		if g.Error.Code() != kafka.ErrNoError {
+			return driver.GroupDescription{}, kafkaErr(g.Error)
+		}
+		// librdkafka names the states as Kafka does
+		// (rd_kafka_consumer_group_state_name).
+		res := driver.GroupDescription{Group: group, State: g.State.String(), Members: []driver.GroupMemberDetail{}}
+		for _, m := range g.Members {
+			md := driver.GroupMemberDetail{MemberID: m.ConsumerID, ClientID: m.ClientID, Assignment: []driver.TopicPartition{}}
+			for _, tp := range m.Assignment.TopicPartitions {
+				if tp.Topic != nil {
+					md.Assignment = append(md.Assignment, driver.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition})
+				}
+			}
+			res.Members = append(res.Members, md)
+		}
+		return res, nil
+	}
+	return driver.GroupDescription{}, fmt.Errorf("confluent-kafka-go: DescribeConsumerGroups answered without group %s", group)
+}
+
+func (d *drv) ListGroups(ctx context.Context) ([]string, error) {
+	rs, err := d.admin.ListConsumerGroups(ctx)
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	if len(rs.Errors) > 0 {
+		return nil, kafkaErr(rs.Errors[0])
+	}
+	out := make([]string, 0, len(rs.Valid))
+	for _, g := range rs.Valid {
+		out = append(out, g.GroupID)
+	}
+	sort.Strings(out)
+	return out, nil
 }

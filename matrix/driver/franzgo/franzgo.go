@@ -230,6 +230,9 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 	if req.LingerMs > 0 {
 		opts = append(opts, kgo.ProducerLinger(time.Duration(req.LingerMs)*time.Millisecond))
 	}
+	if req.AutoCreate {
+		opts = append(opts, kgo.AllowAutoTopicCreation())
+	}
 	if req.TransactionalID != "" {
 		opts = append(opts, kgo.TransactionalID(req.TransactionalID))
 	}
@@ -423,6 +426,8 @@ func (d *drv) ListOffsets(ctx context.Context, req driver.ListOffsets) (driver.L
 		lp.Timestamp = -1
 	case "timestamp":
 		lp.Timestamp = req.TimestampMs
+	case "max_timestamp":
+		lp.Timestamp = -3 // KIP-734; kmsg sends v7 or later.
 	default:
 		return driver.ListOffsetsResult{}, fmt.Errorf("franz-go: unknown list offsets kind %q", req.Kind)
 	}

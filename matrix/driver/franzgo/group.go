@@ -136,3 +136,38 @@ func (d *drv) DeleteGroup(ctx context.Context, group string) error {
 	}
 	return nil
 }
+
+func (d *drv) DescribeGroup(ctx context.Context, group string) (driver.GroupDescription, error) {
+	ds, err := d.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return driver.GroupDescription{}, kafkaErr(err)
+	}
+	g, ok := ds[group]
+	if !ok {
+		return driver.GroupDescription{}, fmt.Errorf("franz-go: DescribeGroups answered without group %s", group)
+	}
+	if g.Err != nil {
+		return driver.GroupDescription{}, kafkaErr(g.Err)
+	}
+	res := driver.GroupDescription{Group: group, State: g.State, Members: []driver.GroupMemberDetail{}}
+	for _, m := range g.Members {
+		md := driver.GroupMemberDetail{MemberID: m.MemberID, ClientID: m.ClientID, Assignment: []driver.TopicPartition{}}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range a.Topics {
+				for _, p := range t.Partitions {
+					md.Assignment = append(md.Assignment, driver.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		res.Members = append(res.Members, md)
+	}
+	return res, nil
+}
+
+func (d *drv) ListGroups(ctx context.Context) ([]string, error) {
+	ls, err := d.adm.ListGroups(ctx)
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	return ls.Groups(), nil
+}

@@ -3,6 +3,8 @@ package sarama
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -172,4 +174,51 @@ func (d *drv) DeleteGroup(ctx context.Context, group string) error {
 		return kafkaErr(err)
 	}
 	return nil
+}
+
+func (d *drv) DescribeGroup(ctx context.Context, group string) (driver.GroupDescription, error) {
+	gs, err := d.admin.DescribeConsumerGroups([]string{group})
+	if err != nil {
+		return driver.GroupDescription{}, kafkaErr(err)
+	}
+	for _, g := range gs {
+		if g.GroupId != group {
+			continue
+		}
+		if g.Err != sarama.ErrNoError {
+			return driver.GroupDescription{}, &driver.Error{Code: codeName(g.Err), Message: g.Err.Error()}
+		}
+		res := driver.GroupDescription{Group: group, State: g.State, Members: []driver.GroupMemberDetail{}}
+		for _, m := range g.Members {
+			md := driver.GroupMemberDetail{MemberID: m.MemberId, ClientID: m.ClientId, Assignment: []driver.TopicPartition{}}
+			a, err := m.GetMemberAssignment()
+			if err != nil {
+				return driver.GroupDescription{}, fmt.Errorf("sarama: decode the assignment of %s: %w", m.MemberId, err)
+			}
+			if a != nil {
+				for t, ps := range a.Topics {
+					for _, p := range ps {
+						md.Assignment = append(md.Assignment, driver.TopicPartition{Topic: t, Partition: p})
+					}
+				}
+			}
+			res.Members = append(res.Members, md)
+		}
+		sort.Slice(res.Members, func(i, j int) bool { return res.Members[i].MemberID < res.Members[j].MemberID })
+		return res, nil
+	}
+	return driver.GroupDescription{}, fmt.Errorf("sarama: DescribeGroups answered without group %s", group)
+}
+
+func (d *drv) ListGroups(ctx context.Context) ([]string, error) {
+	gs, err := d.admin.ListConsumerGroups()
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	out := make([]string, 0, len(gs))
+	for g := range gs {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -208,6 +208,7 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 	if req.LingerMs > 0 {
 		cfg.Producer.Flush.Frequency = time.Duration(req.LingerMs) * time.Millisecond
 	}
+	cfg.Metadata.AllowAutoTopicCreation = req.AutoCreate
 	if req.TransactionalID != "" {
 		cfg.Producer.Transaction.ID = req.TransactionalID
 		cfg.Producer.Idempotent = true
@@ -380,6 +381,8 @@ func (d *drv) ListOffsets(ctx context.Context, req driver.ListOffsets) (driver.L
 		ts = sarama.OffsetNewest
 	case "timestamp":
 		ts = req.TimestampMs
+	case "max_timestamp":
+		return driver.ListOffsetsResult{}, driver.Unsupported("sarama sends ListOffsets up to v6 (NewOffsetRequest) and has no max-timestamp spec; KIP-734 needs v7")
 	default:
 		return driver.ListOffsetsResult{}, fmt.Errorf("sarama: unknown list offsets kind %q", req.Kind)
 	}

@@ -31,7 +31,10 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -301,6 +304,9 @@ public final class Driver {
             throw new DriverException("CLIENT_ERROR", "acks must be 0, 1 or -1, not " + acks);
         }
         String txn = a.path("transactional_id").asText("");
+        // "auto_create" needs no setting: the producer's metadata requests
+        // always allow auto-creation (ProducerMetadata has no option), so a
+        // broker with auto.create.topics.enable creates the topic.
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "matrix-java-producer");
@@ -509,6 +515,9 @@ public final class Driver {
             case "timestamp":
                 spec = OffsetSpec.forTimestamp(a.path("timestamp_ms").asLong());
                 break;
+            case "max_timestamp":
+                spec = OffsetSpec.maxTimestamp(); // KIP-734
+                break;
             default:
                 throw new DriverException("CLIENT_ERROR", "unknown list_offsets kind " + a.path("kind"));
         }
@@ -672,6 +681,38 @@ public final class Driver {
         return JSON.createObjectNode();
     }
 
+    /**
+     * describeGroup describes a consumer group with Admin.describeConsumerGroups
+     * (ConsumerGroupDescribe, falling back to DescribeGroups for a classic group).
+     */
+    ObjectNode describeGroup(JsonNode a) throws DriverException {
+        String group = text(a, "group");
+        ConsumerGroupDescription g = await(admin().describeConsumerGroups(List.of(group)).describedGroups().get(group));
+        ObjectNode n = JSON.createObjectNode();
+        n.put("group", g.groupId());
+        n.put("state", g.groupState().toString());
+        ArrayNode members = n.putArray("members");
+        for (MemberDescription m : g.members()) {
+            ObjectNode mn = members.addObject();
+            mn.put("member_id", m.consumerId());
+            mn.put("client_id", m.clientId());
+            ArrayNode as = mn.putArray("assignment");
+            for (TopicPartition tp : m.assignment().topicPartitions()) {
+                as.addObject().put("topic", tp.topic()).put("partition", tp.partition());
+            }
+        }
+        return n;
+    }
+
+    /** listGroups lists the cluster's groups with Admin.listGroups (KIP-1043). */
+    ObjectNode listGroups(JsonNode a) throws DriverException {
+        Collection<GroupListing> gs = await(admin().listGroups().all());
+        ObjectNode n = JSON.createObjectNode();
+        ArrayNode out = n.putArray("groups");
+        gs.stream().map(GroupListing::groupId).sorted().forEach(out::add);
+        return n;
+    }
+
     ObjectNode dispatch(String op, JsonNode args) throws DriverException {
         switch (op) {
             case "create_topic":
@@ -700,6 +741,10 @@ public final class Driver {
                 return fetchCommitted(args);
             case "delete_group":
                 return deleteGroup(args);
+            case "describe_group":
+                return describeGroup(args);
+            case "list_groups":
+                return listGroups(args);
             case "transform":
                 return txn.transform(args);
             case "producer_open":
