@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/cascade-kafka/cascade/broker/internal/zerocopy"
 )
 
 // region is a byte range of one segment file. It holds a reference on the
@@ -42,7 +44,7 @@ func (r *region) ReadAt(p []byte, off int64) (int, error) {
 // offset, so concurrent readers of one segment never share a file position.
 func (r *region) WriteTo(w io.Writer) (int64, error) {
 	if c, ok := w.(*net.TCPConn); ok {
-		if n, handled, err := sendfile(c, r.s.f, r.off, r.n); handled {
+		if n, handled, err := zerocopy.Sendfile(c, r.s.f, r.off, r.n, nil); handled {
 			return n, err
 		}
 	}

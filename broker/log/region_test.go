@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/cascade-kafka/cascade/broker/internal/zerocopy"
 )
 
 // TestRegionSendfile sends regions over a real loopback TCP connection from
@@ -29,7 +31,7 @@ func TestRegionSendfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	before := sendfileBytes.Load()
+	before := zerocopy.Sent()
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -67,7 +69,7 @@ func TestRegionSendfile(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if runtime.GOOS == "linux" && sendfileBytes.Load()-before != int64(4*want.Len()) {
-		t.Fatalf("sendfile carried %d bytes, want %d", sendfileBytes.Load()-before, 4*want.Len())
+	if runtime.GOOS == "linux" && zerocopy.Sent()-before != int64(4*want.Len()) {
+		t.Fatalf("sendfile carried %d bytes, want %d", zerocopy.Sent()-before, 4*want.Len())
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/internal/zerocopy"
 )
 
 // fileBody is a response body that writes a section of a file the way a
@@ -138,7 +140,7 @@ func TestFileSectionSlowReader(t *testing.T) {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
 	start := time.Now()
-	before := sendfileBytes.Load()
+	before := zerocopy.Sent()
 	if _, err := c.Write(frameOf(encodeRequest(req, 1, nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +167,7 @@ func TestFileSectionSlowReader(t *testing.T) {
 	if !bytes.Equal(got, data[off:off+size]) {
 		t.Fatal("file section corrupted on the wire")
 	}
-	if sent := sendfileBytes.Load() - before; runtime.GOOS == "linux" && sent != size {
+	if sent := zerocopy.Sent() - before; runtime.GOOS == "linux" && sent != size {
 		t.Fatalf("sendfile carried %d bytes, want %d", sent, size)
 	}
 }

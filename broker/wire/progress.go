@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/cascade-kafka/cascade/broker/internal/zerocopy"
 )
 
 // writeChunk is the most bytes handed to one Write of the connection, so
@@ -114,7 +116,7 @@ func (w *progressWriter) progress(n int, err error) error {
 // ReadFrom copies src to the connection. A section of a file, which is how
 // a Fetch response's log regions write themselves to anything that is not a
 // *net.TCPConn, goes with sendfile(2) at explicit offsets where the platform
-// allows it (sendfileChunk), so zero-copy survives the progress accounting.
+// allows it (zerocopy.Sendfile), so zero-copy survives the progress accounting.
 // Anything else is copied through Write.
 func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
 	if sr, ok := src.(*io.SectionReader); ok {
@@ -143,7 +145,7 @@ func (w *progressWriter) sendSection(f *os.File, sr *io.SectionReader, base, siz
 		if err := w.deadline(); err != nil {
 			return total, true, err
 		}
-		n, handled, err := sendfileChunk(w.c, f, off, end-off, w.renew)
+		n, handled, err := zerocopy.Sendfile(w.c, f, off, end-off, w.renew)
 		if !handled {
 			if total == 0 {
 				return 0, false, nil

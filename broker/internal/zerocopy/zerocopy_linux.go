@@ -1,4 +1,4 @@
-package wire
+package zerocopy
 
 import (
 	"net"
@@ -7,17 +7,21 @@ import (
 	"syscall"
 )
 
-// sendfileBytes counts bytes sent with sendfile(2), so tests can check that
-// the zero-copy path was taken.
-var sendfileBytes atomic.Int64
+// sent counts bytes sent with sendfile(2).
+var sent atomic.Int64
 
-// sendfileChunk sends up to n bytes of f at off to c with sendfile(2), as
-// broker/log's region does, waiting for writability through the runtime
-// poller under c's write deadline. When the socket is full after some bytes
-// have gone and renew reports true, it returns, so that the caller can
-// record the progress and renew the write deadline. handled is false when c
-// or f has no descriptor.
-func sendfileChunk(c net.Conn, f *os.File, off, n int64, renew func() bool) (written int64, handled bool, err error) {
+// Sent returns the bytes sent with sendfile(2) so far, so tests can check
+// that the zero-copy path was taken.
+func Sent() int64 { return sent.Load() }
+
+// Sendfile sends up to n bytes of f at off to c with sendfile(2), at an
+// explicit file offset (readers of one file never share a position),
+// waiting for writability through the runtime poller under c's write
+// deadline. When the socket is full after some bytes have gone and renew
+// (which may be nil) reports true, it returns, so that the caller can record
+// the progress and renew the write deadline. handled is false when c or f
+// has no descriptor, so the caller falls back to a copy.
+func Sendfile(c net.Conn, f *os.File, off, n int64, renew func() bool) (written int64, handled bool, err error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return 0, false, nil
@@ -37,14 +41,14 @@ func sendfileChunk(c net.Conn, f *os.File, off, n int64, renew func() bool) (wri
 				m, err := syscall.Sendfile(int(dfd), int(sfd), &off, int(min(n-written, 1<<30)))
 				if m > 0 {
 					written += int64(m)
-					sendfileBytes.Add(int64(m))
+					sent.Add(int64(m))
 				}
 				switch {
 				case err == syscall.EAGAIN:
 					// Return with the progress made if the
 					// deadline needs renewing; otherwise wait
 					// for writability.
-					return written > 0 && renew()
+					return written > 0 && renew != nil && renew()
 				case err == syscall.EINTR:
 					continue
 				case err != nil:
