@@ -14,7 +14,7 @@
 // records request versions and changes nothing; the lost-answer cell
 // (scenario_retries.go) uses a toxic that loses the first Produce answer.
 // Cells needing a static broker setting the main instance must not have
-// (auto-creation on, a fast retention check) run on the target's variant
+// (auto-creation on) run on the target's variant
 // instance (VariantOverrides, Env.Variant, scenario_variant.go).
 //
 // `go test ./matrix/...` runs it; MATRIX_TARGETS, MATRIX_CLIENTS and

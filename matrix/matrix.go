@@ -82,7 +82,9 @@ type Env struct {
 	variantErr   error
 	mu           sync.Mutex
 	seq          int
-	memo         map[string]any
+	memo         map[string]*memoEntry
+	// Parallel is how many cells Run executes at once (at least 1).
+	Parallel int
 }
 
 // OpenAnother opens a second instance of a client (a second process for an
@@ -210,7 +212,7 @@ func (e *Env) OpenOn(ctx context.Context, client, bootstrap string) (driver.Driv
 func NewEnv(target, bootstrap string) *Env {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms.
-	return &Env{Target: target, Bootstrap: bootstrap, runID: hex.EncodeToString(b[:]), memo: map[string]any{}}
+	return &Env{Target: target, Bootstrap: bootstrap, runID: hex.EncodeToString(b[:]), memo: map[string]*memoEntry{}}
 }
 
 // Topic returns a fresh topic name for this run, so cells never share
@@ -226,23 +228,30 @@ func (e *Env) Topic(prefix string) string {
 // Memo returns the value stored under key, computing it with f on first
 // use. Cross-client scenarios use it to produce a data set once per
 // producer and read it with every consumer. An error is memoised too.
+// Cells run concurrently, so a second caller of a key still being computed
+// waits for the first one's result instead of computing it again.
 func (e *Env) Memo(key string, f func() (any, error)) (any, error) {
-	type result struct {
-		v   any
-		err error
-	}
 	e.mu.Lock()
-	if r, ok := e.memo[key]; ok {
-		e.mu.Unlock()
-		res := r.(result)
-		return res.v, res.err
+	m, ok := e.memo[key]
+	if !ok {
+		m = &memoEntry{done: make(chan struct{})}
+		e.memo[key] = m
 	}
 	e.mu.Unlock()
-	v, err := f()
-	e.mu.Lock()
-	e.memo[key] = result{v, err}
-	e.mu.Unlock()
-	return v, err
+	if ok {
+		<-m.done
+		return m.v, m.err
+	}
+	defer close(m.done)
+	m.v, m.err = f()
+	return m.v, m.err
+}
+
+// memoEntry is one Memo key: its result once done is closed.
+type memoEntry struct {
+	done chan struct{}
+	v    any
+	err  error
 }
 
 // Run executes scenarios for clients against one target instance and
@@ -277,18 +286,29 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 		drivers[c] = Record(d, h, fmt.Sprintf("%s@%s-%d", c, e.Target, i))
 	}
 
-	total := 0
+	var plan []plannedCell
 	for _, s := range scenarios {
-		if s.Pair != nil {
-			total += len(clients) * len(clients)
-		} else {
-			total += len(clients)
+		s := s
+		for _, c := range clients {
+			if s.Pair == nil {
+				d := drivers[c]
+				plan = append(plan, plannedCell{s: s, client: c, run: func(ctx context.Context) (string, error) { return s.Run(ctx, e, d) }})
+				continue
+			}
+			for _, p := range clients {
+				prod, cons := drivers[c], drivers[p]
+				plan = append(plan, plannedCell{s: s, client: c, peer: p, run: func(ctx context.Context) (string, error) { return s.Pair(ctx, e, prod, cons) }})
+			}
 		}
 	}
-	var cells []Cell
-	n := 0
-	runCell := func(s Scenario, client, peer string, f func(context.Context) (string, error)) {
-		n++
+
+	var (
+		mu    sync.Mutex
+		cells []Cell
+		n     int
+	)
+	runCell := func(pc plannedCell) {
+		s, client, peer := pc.s, pc.client, pc.peer
 		cell := Cell{Scenario: s.ID, Client: client, Peer: peer}
 		start := time.Now()
 		if err := openErr[client]; err != nil {
@@ -301,7 +321,7 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 				timeout = 30 * time.Second
 			}
 			cctx, cancel := context.WithTimeout(ctx, timeout)
-			detail, err := safeRun(cctx, f)
+			detail, err := safeRun(cctx, pc.run)
 			cancel()
 			cell.Detail = detail
 			switch {
@@ -317,35 +337,91 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 			}
 		}
 		cell.DurationMs = time.Since(start).Milliseconds()
+		mu.Lock()
+		defer mu.Unlock()
+		n++
 		cells = append(cells, cell)
 		if progress != nil {
 			who := client
 			if peer != "" {
 				who += " -> " + peer
 			}
-			line := fmt.Sprintf("[%s %d/%d] %-28s %-42s %-11s %5dms", e.Target, n, total, s.ID, who, cell.Status, cell.DurationMs)
+			line := fmt.Sprintf("[%s %d/%d] %-28s %-42s %-11s %5dms", e.Target, n, len(plan), s.ID, who, cell.Status, cell.DurationMs)
 			if cell.Status != StatusPass && cell.Detail != "" {
 				line += "  " + firstLine(cell.Detail, 160)
 			}
 			fmt.Fprintln(progress, line)
 		}
 	}
-	for _, s := range scenarios {
-		s := s
-		for _, c := range clients {
-			if s.Pair == nil {
-				d := drivers[c]
-				runCell(s, c, "", func(ctx context.Context) (string, error) { return s.Run(ctx, e, d) })
-				continue
-			}
-			for _, p := range clients {
-				prod, cons := drivers[c], drivers[p]
-				runCell(s, c, p, func(ctx context.Context) (string, error) { return s.Pair(ctx, e, prod, cons) })
-			}
-		}
-	}
+	schedule(plan, e.Parallel, runCell)
 	SortCells(cells)
 	return cells, infos
+}
+
+// plannedCell is one cell waiting to run: the scenario, the client that
+// runs it, the peer that reads for a cross-client scenario, and the call.
+type plannedCell struct {
+	s            Scenario
+	client, peer string
+	run          func(context.Context) (string, error)
+}
+
+// schedule runs the cells of plan, up to parallel at once, in catalogue
+// order as far as the drivers allow: a cell holds its client's driver (and
+// its peer's) for as long as it runs, so that no driver ever serves two
+// cells at once and every cell sees its clients as a sequential run would.
+// Cells share nothing else (each makes its own topics and groups), so the
+// run takes about as long as its longest chain of cells on one driver
+// instead of the sum of all cells.
+func schedule(plan []plannedCell, parallel int, run func(plannedCell)) {
+	if parallel < 1 {
+		parallel = 1
+	}
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		busy    = map[string]bool{}
+		started = make([]bool, len(plan))
+		running int
+		wg      sync.WaitGroup
+	)
+	free := func(pc plannedCell) bool { return !busy[pc.client] && (pc.peer == "" || !busy[pc.peer]) }
+	mu.Lock()
+	for left := len(plan); left > 0; {
+		next := -1
+		if running < parallel {
+			for i, pc := range plan {
+				if !started[i] && free(pc) {
+					next = i
+					break
+				}
+			}
+		}
+		if next < 0 {
+			cond.Wait()
+			continue
+		}
+		pc := plan[next]
+		started[next] = true
+		busy[pc.client], running, left = true, running+1, left-1
+		if pc.peer != "" {
+			busy[pc.peer] = true
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(pc)
+			mu.Lock()
+			busy[pc.client], running = false, running-1
+			if pc.peer != "" {
+				busy[pc.peer] = false
+			}
+			cond.Broadcast()
+			mu.Unlock()
+		}()
+	}
+	mu.Unlock()
+	wg.Wait()
 }
 
 // safeRun turns a panic inside a scenario or driver into a failed cell, so

@@ -40,8 +40,9 @@ func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the compatibility matrix starts brokers; skipped with -short")
 	}
-	// About 10 minutes for both targets and six clients once cached; the
-	// first run also provisions Apache Kafka, Python and Java drivers.
+	// About 3 minutes for both targets and six clients once cached, four
+	// cells at a time; the first run also provisions Apache Kafka, Python
+	// and Java drivers.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	targets := matrix.SelectedTargets()
@@ -50,8 +51,12 @@ func TestMatrix(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "matrix: targets %v, clients %v, report in %s\n", targets, clients, dir)
 	scenarios := matrix.SelectScenarios(matrix.Catalogue())
+	parallel, err := matrix.SelectedParallel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "matrix: targets %v, clients %v, %d cells at once, report in %s\n", targets, clients, parallel, dir)
 
 	var reports []matrix.TargetReport
 	oracle := map[string]matrix.Cell{}
@@ -75,6 +80,7 @@ func TestMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := matrix.NewEnv(target, inst.Bootstrap())
+		env.Parallel = parallel
 		if target != matrix.TargetExternal {
 			target := target
 			env.SetVariant(func(ctx context.Context) (matrix.Instance, error) {

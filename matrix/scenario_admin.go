@@ -222,10 +222,16 @@ func Catalogue() []Scenario {
 // session timeouts down to 1 s (Kafka's floor is 6 s), so that the crash
 // cells wait for a dead member only briefly; and a cleaner that looks for
 // work every 100 ms (Kafka's default is 15 s), so that the compaction cells
-// see a cleaned log within seconds.
+// see a cleaned log within seconds; and a retention check every 200 ms
+// (Kafka's default is 5 minutes), so that the retention cell sees an
+// expired segment go within a second, and so that any cell which writes
+// records older than retention.ms loses them at once and fails every run,
+// never only when a slow check happens to run between its produce and its
+// reads.
 var BrokerOverrides = map[string]string{
 	"auto.create.topics.enable":        "false",
 	"log.cleaner.backoff.ms":           "100",
+	"log.retention.check.interval.ms":  "200",
 	"group.initial.rebalance.delay.ms": "0",
 	"group.min.session.timeout.ms":     "1000",
 }

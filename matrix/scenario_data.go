@@ -11,10 +11,16 @@ import (
 	"github.com/cascade-kafka/cascade/matrix/driver"
 )
 
-// baseTimestamp is the explicit record timestamp scenarios use: a fixed
-// past instant within Kafka's default message.timestamp.before.max.ms
-// (unbounded) so that every target accepts it.
-var baseTimestamp = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
+// baseTimestamp is the explicit record timestamp scenarios use: a whole
+// second one day before the run started. It is in the past, so that it is
+// plainly the client's and not the broker's, and well inside Kafka's
+// default retention.ms (7 days), so that a retention check never deletes
+// what a scenario wrote before its readers come. BrokerOverrides checks
+// retention every 200 ms, so a scenario that wrote records older than
+// retention.ms would lose them within its own cell, on every target and
+// every run, instead of once in a while when Kafka's five-minute check
+// happened to fall between a produce and a read.
+var baseTimestamp = time.Now().Add(-24 * time.Hour).Truncate(time.Second).UnixMilli()
 
 // shapes returns the record shapes of scenario 2: keys, null key,
 // tombstone, empty value, empty key, headers (empty-valued, repeated key),

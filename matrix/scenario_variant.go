@@ -18,8 +18,8 @@ func openVariant(ctx context.Context, e *Env, d driver.Driver) (driver.Driver, e
 	return e.OpenOn(ctx, d.Client(), bs)
 }
 
-// retentionScenario is scenario 9's time-based retention: on the variant
-// instance (retention checked every 200 ms), a topic with retention.ms of a
+// retentionScenario is scenario 9's time-based retention: with retention
+// checked every 200 ms (BrokerOverrides), a topic with retention.ms of a
 // minute and segment.ms of 100 ms gets five records stamped an hour ago,
 // then one stamped now. The second append rolls the segment (its first
 // timestamp is older than segment.ms, as Kafka's LogSegment.shouldRoll
@@ -32,14 +32,9 @@ func openVariant(ctx context.Context, e *Env, d driver.Driver) (driver.Driver, e
 var retentionScenario = Scenario{
 	ID:    "9.retention",
 	Title: "time-based retention deletes an expired segment and moves the earliest offset",
-	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
-		v, err := openVariant(ctx, e, d)
-		if err != nil {
-			return "", err
-		}
-		defer v.Close()
+	Run: func(ctx context.Context, e *Env, v driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
-		topic := e.Topic("retention-" + d.Client())
+		topic := e.Topic("retention-" + v.Client())
 		if err := createTopic(ctx, v, topic, 1, map[string]string{"retention.ms": "60000", "segment.ms": "100"}); err != nil {
 			return "", err
 		}

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -489,7 +491,7 @@ func TestStartTargetWithOverrides(t *testing.T) {
 			t.Errorf("override %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if got["auto.create.topics.enable"] != "true" || got["log.retention.check.interval.ms"] != "200" {
+	if got["auto.create.topics.enable"] != "true" || got["log.retention.check.interval.ms"] != BrokerOverrides["log.retention.check.interval.ms"] {
 		t.Errorf("variant overrides missing: %v", got)
 	}
 	if BrokerOverrides["auto.create.topics.enable"] != "false" {
@@ -573,6 +575,59 @@ func TestDisjointCover(t *testing.T) {
 	} {
 		if err := disjointCover(ms); err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestScheduleHoldsDrivers runs a plan of single and cross-client cells
+// and checks that every cell ran once, that no driver served two cells at
+// once, and that no more than the parallel limit ran together.
+func TestScheduleHoldsDrivers(t *testing.T) {
+	clients := []string{"a", "b", "c", "d"}
+	var plan []plannedCell
+	for i := 0; i < 3; i++ {
+		for _, c := range clients {
+			plan = append(plan, plannedCell{client: c})
+			for _, p := range clients {
+				plan = append(plan, plannedCell{client: c, peer: p})
+			}
+		}
+	}
+	for _, parallel := range []int{1, 3, 8} {
+		var (
+			mu           sync.Mutex
+			inUse        = map[string]int{}
+			running, top int
+			ran          int
+		)
+		schedule(plan, parallel, func(pc plannedCell) {
+			mu.Lock()
+			ran++
+			running++
+			top = max(top, running)
+			held := []string{pc.client}
+			if pc.peer != "" && pc.peer != pc.client {
+				held = append(held, pc.peer)
+			}
+			for _, h := range held {
+				if inUse[h]++; inUse[h] > 1 {
+					t.Errorf("parallel %d: driver %s serves two cells at once", parallel, h)
+				}
+			}
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			for _, h := range held {
+				inUse[h]--
+			}
+			running--
+			mu.Unlock()
+		})
+		if ran != len(plan) {
+			t.Errorf("parallel %d: %d cells ran, want %d", parallel, ran, len(plan))
+		}
+		if top > parallel || (parallel > 1 && top < 2) {
+			t.Errorf("parallel %d: at most %d cells ran at once", parallel, top)
 		}
 	}
 }
