@@ -142,6 +142,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	host, port := advertised(bc, b.ln.Addr().(*net.TCPAddr))
+	fetchSessions := handler.NewFetchSessions(handler.FetchSessionLimits{Slots: int(bc.FetchSessionCacheSlots),
+		SessionBytes: bc.FetchSessionMaxBytes, TotalBytes: bc.FetchSessionCacheMaxBytes},
+		cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0)))
+	metrics.RegisterFetchSessions(cfg.Registry, fetchSessions.Stats)
 	env := &handler.Env{
 		NodeID:        bc.NodeID,
 		Host:          host,
@@ -149,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Config:        bc,
 		Meta:          b.meta,
 		Partitions:    b.parts,
-		FetchSessions: handler.NewFetchSessions(int(bc.FetchSessionCacheSlots), cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
+		FetchSessions: fetchSessions,
 		Metrics:       m,
 		Now:           cfg.Now,
 		Logger:        loggers.Logger("cascade.handler"),
