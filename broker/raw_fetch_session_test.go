@@ -317,3 +317,43 @@ func TestFetchSessionByteCaps(t *testing.T) {
 		t.Fatalf("grown session still answers: %d", r.ErrorCode)
 	}
 }
+
+// TestFetchSessionUnknownPartitionNamedAgain: a session keeps no state for
+// a partition that does not exist, and once the broker's partitions change
+// it is ended, so the client's full fetch names the partition again and
+// reads it.
+func TestFetchSessionUnknownPartitionNamedAgain(t *testing.T) {
+	b := brokertest.Start(t)
+	createTopic(t, b, "here", 1)
+	rc := dial(t, b)
+	f := &sessionFetcher{rc: rc, v: 12}
+	both := func() *kmsg.FetchRequest {
+		req := fetchReq(12, "here", [16]byte{}, fetchPos{0, 0, 1 << 20})
+		later := fetchReq(12, "later", [16]byte{}, fetchPos{0, 0, 1 << 20})
+		req.Topics = append(req.Topics, later.Topics...)
+		return req
+	}
+	resp := f.full(both())
+	if f.id == 0 || len(resp.Topics) != 2 || resp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("full fetch: session %d, %+v", f.id, resp.Topics)
+	}
+	// Unchanged partitions: nothing to answer, the unknown one included.
+	if r := f.incremental(); r.ErrorCode != 0 || len(r.Topics) != 0 {
+		t.Fatalf("incremental: error %d, %+v", r.ErrorCode, r.Topics)
+	}
+	createTopic(t, b, "later", 1)
+	produceN(t, rc, "later", 0, 1)
+	if r := f.incremental(); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("after the partition appeared: error %d, %+v", r.ErrorCode, r.Topics)
+	}
+	resp = f.full(both())
+	if f.id == 0 || len(resp.Topics) != 2 || resp.Topics[1].Partitions[0].ErrorCode != 0 ||
+		recordsIn(t, resp.Topics[1].Partitions[0].RecordBatches) != 1 {
+		t.Fatalf("full fetch again: session %d, %+v", f.id, resp.Topics)
+	}
+	produceN(t, rc, "later", 0, 1)
+	r := f.incremental()
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].Topic != "later" {
+		t.Fatalf("incremental with both cached: error %d, %+v", r.ErrorCode, r.Topics)
+	}
+}

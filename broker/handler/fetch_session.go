@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,8 +26,8 @@ import (
 // remembered, so requests naming any number of unknown partitions cost no
 // session memory. A session that left one out is closed
 // (FETCH_SESSION_ID_NOT_FOUND) at its next incremental fetch after the
-// metadata changed, so the client sends a full fetch that names the
-// partition again; Kafka instead keeps the partition and repeats its error
+// broker's partitions changed, so the client sends a full fetch that names
+// the partition again; Kafka instead keeps the partition and repeats its error
 // in every incremental response.
 //
 // The cache is bounded by slots (max.incremental.fetch.session.cache.slots),
@@ -139,8 +140,8 @@ type fetchSession struct {
 	// session or only a privileged one may displace this one (Kafka's
 	// evictableByAll and evictableByPrivileged).
 	byAll, byPrivileged bool
-	// missedAt is the metadata offset at which an unknown partition was
-	// left out of the session, or -1.
+	// missedAt is the partition generation (PartitionsChanged) at which
+	// an unknown partition was left out of the session, or -1.
 	missedAt int64
 }
 
@@ -216,7 +217,15 @@ type FetchSessions struct {
 	refused    [numRefuseReasons]uint64
 	now        func() time.Time
 	rng        *rand.Rand
+	// generation counts the partition sets applied (PartitionsChanged).
+	generation atomic.Int64
 }
+
+// PartitionsChanged tells the cache that the broker's partitions may have
+// changed: sessions that left out a partition that did not exist are ended
+// at their next incremental fetch. The broker calls it after each metadata
+// commit, once its partitions follow the new image.
+func (c *FetchSessions) PartitionsChanged() { c.generation.Add(1) }
 
 // NewFetchSessions returns a cache bounded by limits; byte limits of 0 or
 // less take the defaults.
@@ -272,8 +281,8 @@ type fetchContext struct {
 	// uncached are the partitions an incremental request named that do
 	// not exist: answered with their error, kept out of the session.
 	uncached []cachedPartition
-	// metaOffset is the metadata offset read before the partitions were
-	// looked up, for missedAt.
+	// metaOffset is the partition generation read before the partitions
+	// were looked up, for missedAt.
 	metaOffset int64
 }
 
@@ -286,8 +295,8 @@ func nextEpoch(e int32) int32 {
 
 // partitionCatalog tells the cache which partitions exist.
 type partitionCatalog interface {
-	// offset is the metadata offset: it changes when partitions may have
-	// been created.
+	// offset is the partition generation: it changes after partitions
+	// may have been created, not before.
 	offset() int64
 	// known reports whether the partition exists, and points a name
 	// key's topic at the broker's own string.
@@ -297,12 +306,7 @@ type partitionCatalog interface {
 // envCatalog is the partitionCatalog of a broker's Env.
 type envCatalog struct{ env *Env }
 
-func (e envCatalog) offset() int64 {
-	if e.env.Meta == nil {
-		return 0
-	}
-	return e.env.Meta.Image().Offset
-}
+func (e envCatalog) offset() int64 { return e.env.FetchSessions.generation.Load() }
 
 func (e envCatalog) known(k *sessionKey) bool {
 	if e.env.Partitions == nil {
@@ -420,7 +424,7 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 // and returns its id, or 0 when it is not cached: no partition to hold,
 // larger than one session may be, or the cache full with nothing evictable
 // (Kafka's maybeCreateSession; the client then keeps sending full
-// fetches). missedAt is the metadata offset if the request named a
+// fetches). missedAt is the partition generation if the request named a
 // partition that does not exist, else -1.
 func (c *FetchSessions) create(parts []*cachedPartition, privileged bool, missedAt int64) int32 {
 	c.mu.Lock()
