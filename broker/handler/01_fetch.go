@@ -347,7 +347,7 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 		appendPart(resp, &regions, fp, iso)
 	}
 	if fctx.create && resp.ErrorCode == 0 {
-		resp.SessionID = createSession(env, r, parts, fctx.metaOffset)
+		resp.SessionID = createSession(env, r, parts, fctx.generation)
 	}
 	return encodedFetch(resp, regions)
 }

@@ -217,15 +217,15 @@ type FetchSessions struct {
 	refused    [numRefuseReasons]uint64
 	now        func() time.Time
 	rng        *rand.Rand
-	// generation counts the partition sets applied (PartitionsChanged).
-	generation atomic.Int64
+	// gens counts the partition sets applied (PartitionsChanged).
+	gens atomic.Int64
 }
 
 // PartitionsChanged tells the cache that the broker's partitions may have
 // changed: sessions that left out a partition that did not exist are ended
 // at their next incremental fetch. The broker calls it after each metadata
 // commit, once its partitions follow the new image.
-func (c *FetchSessions) PartitionsChanged() { c.generation.Add(1) }
+func (c *FetchSessions) PartitionsChanged() { c.gens.Add(1) }
 
 // NewFetchSessions returns a cache bounded by limits; byte limits of 0 or
 // less take the defaults.
@@ -281,9 +281,9 @@ type fetchContext struct {
 	// uncached are the partitions an incremental request named that do
 	// not exist: answered with their error, kept out of the session.
 	uncached []cachedPartition
-	// metaOffset is the partition generation read before the partitions
+	// generation is the partition generation read before the partitions
 	// were looked up, for missedAt.
-	metaOffset int64
+	generation int64
 }
 
 func nextEpoch(e int32) int32 {
@@ -306,7 +306,7 @@ type partitionCatalog interface {
 // envCatalog is the partitionCatalog of a broker's Env.
 type envCatalog struct{ env *Env }
 
-func (e envCatalog) offset() int64 { return e.env.FetchSessions.generation.Load() }
+func (e envCatalog) offset() int64 { return e.env.FetchSessions.gens.Load() }
 
 func (e envCatalog) known(k *sessionKey) bool {
 	if e.env.Partitions == nil {
@@ -339,7 +339,7 @@ func fetchFromFollower(r *kmsg.FetchRequest) bool {
 // FetchManager.newContext; wanted partitions that do not exist are returned
 // in uncached instead of joining the session.
 func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, forgotten []sessionKey, cat partitionCatalog) fetchContext {
-	metaOffset := cat.offset()
+	generation := cat.offset()
 	if epoch == finalEpoch || epoch == initialEpoch {
 		if sessionID != 0 {
 			c.mu.Lock()
@@ -348,7 +348,7 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 			}
 			c.mu.Unlock()
 		}
-		return fetchContext{full: true, create: epoch == initialEpoch, metaOffset: metaOffset}
+		return fetchContext{full: true, create: epoch == initialEpoch, generation: generation}
 	}
 	// Look the partitions up before taking the cache's lock.
 	known := make([]bool, len(wanted))
@@ -365,7 +365,7 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 	if s.epoch != epoch {
 		return fetchContext{errCode: kerr.InvalidFetchSessionEpoch.Code}
 	}
-	if s.missedAt >= 0 && s.missedAt != metaOffset {
+	if s.missedAt >= 0 && s.missedAt != generation {
 		c.evictLocked(s, evictMetadata)
 		return fetchContext{errCode: kerr.FetchSessionIDNotFound.Code}
 	}
@@ -401,7 +401,7 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 		}
 		if !known[i] {
 			uncached = append(uncached, w)
-			s.missedAt = metaOffset
+			s.missedAt = generation
 			continue
 		}
 		cp := w
@@ -413,11 +413,11 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 		// As FetchManager.newContext: a session left empty is closed and
 		// the request served without one.
 		c.removeLocked(s)
-		return fetchContext{full: true, uncached: uncached, metaOffset: metaOffset}
+		return fetchContext{full: true, uncached: uncached, generation: generation}
 	}
 	s.epoch = nextEpoch(s.epoch)
 	c.touchLocked(s)
-	return fetchContext{session: s, uncached: uncached, metaOffset: metaOffset}
+	return fetchContext{session: s, uncached: uncached, generation: generation}
 }
 
 // create stores a new session holding parts (with the offsets just sent)
@@ -574,12 +574,12 @@ func (c *FetchSessions) unlock() { c.mu.Unlock() }
 // offsets just sent, as FullFetchContext.updateAndGenerateResponseData, and
 // returns the new session's id or 0. A name key's topic is replaced by the
 // broker's own string, so the session does not keep the request's alive.
-func createSession(env *Env, r *kmsg.FetchRequest, parts []*fetchPart, metaOffset int64) int32 {
+func createSession(env *Env, r *kmsg.FetchRequest, parts []*fetchPart, generation int64) int32 {
 	missedAt := int64(-1)
 	cps := make([]*cachedPartition, 0, len(parts))
 	for _, fp := range parts {
 		if fp.p == nil {
-			missedAt = metaOffset
+			missedAt = generation
 			continue
 		}
 		cp := *fp.cp
