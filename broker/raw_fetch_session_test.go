@@ -357,3 +357,56 @@ func TestFetchSessionUnknownPartitionNamedAgain(t *testing.T) {
 		t.Fatalf("incremental with both cached: error %d, %+v", r.ErrorCode, r.Topics)
 	}
 }
+
+// TestFetchSessionFloodOfKnownPartitions opens 2,000 sessions of 256
+// partitions that exist (half a million cached partitions if all were
+// kept) with slots to spare: the byte cap holds the cache, by its
+// accounting and by the heap, and the consumer's young session is not
+// displaced by the flood.
+func TestFetchSessionFloodOfKnownPartitions(t *testing.T) {
+	b := brokertest.Start(t, map[string]string{
+		"cascade.admin.listener":                    "127.0.0.1:0",
+		"max.incremental.fetch.session.cache.slots": "100000",
+	})
+	wide := createTopic(t, b, "wide", 256)
+	live := createTopic(t, b, "live", 1)
+	prod := dial(t, b)
+	raw := &sessionFetcher{rc: dial(t, b), v: 13}
+	raw.full(fetchReq(13, "", live.ID, fetchPos{0, 0, 1 << 20}))
+	if raw.id == 0 {
+		t.Fatal("no session for the consumer")
+	}
+	before := heapInUse()
+
+	flood := &sessionFetcher{rc: dial(t, b), v: 13}
+	req := partsOf(13, "", wide.ID, 256)
+	created := 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+		flood.full(req)
+		if flood.id != 0 {
+			created++
+		}
+		if i%250 == 0 {
+			produceN(t, prod, "live", 0, 1)
+			if r := raw.incremental(); r.ErrorCode != 0 || r.SessionID != raw.id || len(r.Topics) != 1 {
+				t.Fatalf("consumer during flood %d: error %d session %d (want %d), %d topics", i, r.ErrorCode, r.SessionID, raw.id, len(r.Topics))
+			}
+		}
+	}
+	grew := int64(heapInUse()) - int64(before)
+	t.Logf("%d of 2000 sessions created; heap grew %d KiB", created, grew>>10)
+	// The old unbounded cache held about 90 MiB here.
+	if grew > 48<<20 {
+		t.Errorf("heap grew %d MiB during the flood", grew>>20)
+	}
+	if created == 0 || created == 2000 {
+		t.Fatalf("%d sessions of 256 partitions created under a 32 MiB cap", created)
+	}
+	if accounted := scrape(t, b, "cascade_fetch_session_bytes"); accounted > 32<<20 {
+		t.Errorf("accounted %v bytes, above the default cap", accounted)
+	}
+	if r := scrape(t, b, `cascade_fetch_session_refusals_total{reason="full"}`); r != float64(2000-created) {
+		t.Errorf("%v refusals, want %d", r, 2000-created)
+	}
+}
