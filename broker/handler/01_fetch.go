@@ -114,7 +114,7 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	if r.Version < 7 {
 		sessionID, sessionEpoch = 0, finalEpoch
 	}
-	fctx := env.FetchSessions.open(sessionID, sessionEpoch, wanted, forgotten, envCatalog{env})
+	fctx := env.FetchSessions.open(sessionID, sessionEpoch, useIDs, wanted, forgotten, envCatalog{env})
 	if fctx.errCode != 0 {
 		resp.ErrorCode = fctx.errCode
 		env.Metrics.Error(req.Key, fctx.errCode)

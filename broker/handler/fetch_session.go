@@ -129,10 +129,13 @@ type fetchSession struct {
 	epoch int32 // the epoch the next request must carry
 	// privileged is Kafka's FetchSession.privileged: opened by a follower.
 	privileged bool
-	parts      []*cachedPartition
-	index      map[sessionKey]*cachedPartition
-	created    time.Time
-	lastUsed   time.Time
+	// usesIDs is Kafka's FetchSession.usesTopicIds: opened by Fetch v13
+	// or later, so its partitions are keyed by topic id.
+	usesIDs  bool
+	parts    []*cachedPartition
+	index    map[sessionKey]*cachedPartition
+	created  time.Time
+	lastUsed time.Time
 	// size and bytes are as of the last touch (Kafka's cachedSize).
 	size  int
 	bytes int64
@@ -338,7 +341,7 @@ func fetchFromFollower(r *kmsg.FetchRequest) bool {
 // partitions to the session and advances its epoch, as
 // FetchManager.newContext; wanted partitions that do not exist are returned
 // in uncached instead of joining the session.
-func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, forgotten []sessionKey, cat partitionCatalog) fetchContext {
+func (c *FetchSessions) open(sessionID, epoch int32, usesIDs bool, wanted []cachedPartition, forgotten []sessionKey, cat partitionCatalog) fetchContext {
 	generation := cat.offset()
 	if epoch == finalEpoch || epoch == initialEpoch {
 		if sessionID != 0 {
@@ -364,6 +367,11 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 	}
 	if s.epoch != epoch {
 		return fetchContext{errCode: kerr.InvalidFetchSessionEpoch.Code}
+	}
+	if s.usesIDs != usesIDs {
+		// As FetchManager.newContext: a session keyed by topic ids is
+		// not continued by names, nor the other way round.
+		return fetchContext{errCode: kerr.FetchSessionTopicIDError.Code}
 	}
 	if s.missedAt >= 0 && s.missedAt != generation {
 		c.evictLocked(s, evictMetadata)
@@ -426,7 +434,7 @@ func (c *FetchSessions) open(sessionID, epoch int32, wanted []cachedPartition, f
 // (Kafka's maybeCreateSession; the client then keeps sending full
 // fetches). missedAt is the partition generation if the request named a
 // partition that does not exist, else -1.
-func (c *FetchSessions) create(parts []*cachedPartition, privileged bool, missedAt int64) int32 {
+func (c *FetchSessions) create(parts []*cachedPartition, privileged, usesIDs bool, missedAt int64) int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.limits.Slots <= 0 || len(parts) == 0 {
@@ -448,7 +456,7 @@ func (c *FetchSessions) create(parts []*cachedPartition, privileged bool, missed
 		id = c.rng.Int32N(math.MaxInt32) + 1
 	}
 	now := c.now()
-	s := &fetchSession{id: id, epoch: 1, privileged: privileged, parts: parts,
+	s := &fetchSession{id: id, epoch: 1, privileged: privileged, usesIDs: usesIDs, parts: parts,
 		index: make(map[sessionKey]*cachedPartition, len(parts)), created: now, missedAt: missedAt}
 	for _, p := range parts {
 		s.index[p.key] = p
@@ -592,5 +600,5 @@ func createSession(env *Env, r *kmsg.FetchRequest, parts []*fetchPart, generatio
 		}
 		cps = append(cps, &cp)
 	}
-	return env.FetchSessions.create(cps, fetchFromFollower(r), missedAt)
+	return env.FetchSessions.create(cps, fetchFromFollower(r), r.Version >= 13, missedAt)
 }

@@ -60,20 +60,24 @@ func sized(n int) []*cachedPartition {
 func TestFetchSessionLifecycle(t *testing.T) {
 	c, _ := newTestSessions(10)
 	cat := catalogOf("a", "b", "c")
-	if ctx := c.open(0, initialEpoch, nil, nil, cat); !ctx.full || !ctx.create {
+	if ctx := c.open(0, initialEpoch, false, nil, nil, cat); !ctx.full || !ctx.create {
 		t.Fatalf("initial: %+v", ctx)
 	}
-	id := c.create(parts("a", "b"), false, -1)
+	id := c.create(parts("a", "b"), false, false, -1)
 	if id == 0 {
 		t.Fatal("no session created")
 	}
-	if ctx := c.open(id, 2, nil, nil, cat); ctx.errCode != kerr.InvalidFetchSessionEpoch.Code {
+	if ctx := c.open(id, 2, false, nil, nil, cat); ctx.errCode != kerr.InvalidFetchSessionEpoch.Code {
 		t.Fatalf("wrong epoch: %+v", ctx)
 	}
-	if ctx := c.open(id+1, 1, nil, nil, cat); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(id+1, 1, false, nil, nil, cat); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("unknown id: %+v", ctx)
 	}
-	ctx := c.open(id, 1, []cachedPartition{{key: sessionKey{topic: "c"}}, {key: sessionKey{topic: "a"}, fetchOffset: 7}}, []sessionKey{{topic: "b"}}, cat)
+	// A session opened by names is not continued by topic ids.
+	if ctx := c.open(id, 1, true, nil, nil, cat); ctx.errCode != kerr.FetchSessionTopicIDError.Code {
+		t.Fatalf("topic ids in a session of names: %+v", ctx)
+	}
+	ctx := c.open(id, 1, false, []cachedPartition{{key: sessionKey{topic: "c"}}, {key: sessionKey{topic: "a"}, fetchOffset: 7}}, []sessionKey{{topic: "b"}}, cat)
 	if ctx.errCode != 0 || ctx.full {
 		t.Fatalf("incremental: %+v", ctx)
 	}
@@ -85,14 +89,14 @@ func TestFetchSessionLifecycle(t *testing.T) {
 	if s.parts[0].key.topic != "c" || s.parts[1].key.topic != "a" {
 		t.Fatal("moveToEnd")
 	}
-	if ctx := c.open(id, 2, nil, nil, cat); ctx.errCode != 0 {
+	if ctx := c.open(id, 2, false, nil, nil, cat); ctx.errCode != 0 {
 		t.Fatalf("epoch 2: %+v", ctx)
 	}
 	if st := c.Stats(); st.Sessions != 1 || st.Partitions != 2 || st.Bytes != sessionBytes(2) {
 		t.Fatalf("stats %+v", st)
 	}
 	// FINAL closes the session.
-	if ctx := c.open(id, finalEpoch, nil, nil, cat); !ctx.full || ctx.create {
+	if ctx := c.open(id, finalEpoch, false, nil, nil, cat); !ctx.full || ctx.create {
 		t.Fatalf("final: %+v", ctx)
 	}
 	if st := c.Stats(); c.Len() != 0 || st.Partitions != 0 || st.Bytes != 0 {
@@ -107,11 +111,11 @@ func TestFetchSessionLifecycle(t *testing.T) {
 func TestFetchSessionUnknownPartitions(t *testing.T) {
 	c, _ := newTestSessions(10)
 	cat := catalogOf("a")
-	if c.create(nil, false, 0) != 0 {
+	if c.create(nil, false, false, 0) != 0 {
 		t.Fatal("session created with no partition")
 	}
-	id := c.create(parts("a"), false, -1)
-	ctx := c.open(id, 1, []cachedPartition{{key: sessionKey{topic: "x"}}, {key: sessionKey{topic: "y"}}}, nil, cat)
+	id := c.create(parts("a"), false, false, -1)
+	ctx := c.open(id, 1, false, []cachedPartition{{key: sessionKey{topic: "x"}}, {key: sessionKey{topic: "y"}}}, nil, cat)
 	if ctx.errCode != 0 || len(ctx.uncached) != 2 || len(ctx.session.parts) != 1 {
 		t.Fatalf("unknown partitions joined the session: %+v", ctx)
 	}
@@ -119,11 +123,11 @@ func TestFetchSessionUnknownPartitions(t *testing.T) {
 		t.Fatalf("%d partitions cached", st.Partitions)
 	}
 	// Same metadata: the session goes on.
-	if ctx := c.open(id, 2, nil, nil, cat); ctx.errCode != 0 {
+	if ctx := c.open(id, 2, false, nil, nil, cat); ctx.errCode != 0 {
 		t.Fatalf("epoch 2: %+v", ctx)
 	}
 	cat.off++
-	if ctx := c.open(id, 3, nil, nil, cat); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(id, 3, false, nil, nil, cat); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("session with a missed partition kept across a metadata change: %+v", ctx)
 	}
 	if st := c.Stats(); st.Evictions["metadata"] != 1 || st.Sessions != 0 {
@@ -132,8 +136,8 @@ func TestFetchSessionUnknownPartitions(t *testing.T) {
 
 	// Forgetting the last known partition while adding unknown ones
 	// closes the session and serves the request without one.
-	id = c.create(parts("a"), false, -1)
-	ctx = c.open(id, 1, []cachedPartition{{key: sessionKey{topic: "x"}}}, []sessionKey{{topic: "a"}}, cat)
+	id = c.create(parts("a"), false, false, -1)
+	ctx = c.open(id, 1, false, []cachedPartition{{key: sessionKey{topic: "x"}}}, []sessionKey{{topic: "a"}}, cat)
 	if ctx.errCode != 0 || !ctx.full || ctx.create || len(ctx.uncached) != 1 || c.Len() != 0 {
 		t.Fatalf("emptied session: %+v, %d sessions", ctx, c.Len())
 	}
@@ -141,45 +145,45 @@ func TestFetchSessionUnknownPartitions(t *testing.T) {
 
 func TestFetchSessionEviction(t *testing.T) {
 	c, clock := newTestSessions(2)
-	a := c.create(parts("x"), false, -1)
+	a := c.create(parts("x"), false, false, -1)
 	clock.t = clock.t.Add(time.Second)
-	b := c.create(parts("x", "y", "z"), false, -1)
+	b := c.create(parts("x", "y", "z"), false, false, -1)
 	if a == 0 || b == 0 {
 		t.Fatal("not created")
 	}
 	// Full and every session young: a consumer displaces none, whatever
 	// its size.
-	if id := c.create(parts("q", "r", "s", "t"), false, -1); id != 0 {
+	if id := c.create(parts("q", "r", "s", "t"), false, false, -1); id != 0 {
 		t.Fatal("created by displacing a young session")
 	}
 	// Once past the threshold since creation (as of their last use),
 	// sessions may be displaced by a larger one, smallest first.
 	clock.t = clock.t.Add(sessionEvictAfter)
-	c.open(a, 1, nil, nil, catalogOf())
-	c.open(b, 1, nil, nil, catalogOf())
-	if id := c.create(parts("q"), false, -1); id != 0 {
+	c.open(a, 1, false, nil, nil, catalogOf())
+	c.open(b, 1, false, nil, nil, catalogOf())
+	if id := c.create(parts("q"), false, false, -1); id != 0 {
 		t.Fatal("created by displacing a session of the same size")
 	}
-	if id := c.create(parts("q", "r"), false, -1); id == 0 {
+	if id := c.create(parts("q", "r"), false, false, -1); id == 0 {
 		t.Fatal("not created by displacing a smaller session")
 	}
-	if ctx := c.open(a, 2, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(a, 2, false, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatal("smaller session not evicted")
 	}
 	// Stale sessions go first whatever their size; idle for exactly the
 	// threshold is not stale (Kafka's now - lastUsed > evictionMs).
 	clock.t = clock.t.Add(sessionEvictAfter)
-	if id := c.create(parts("s"), false, -1); id != 0 {
+	if id := c.create(parts("s"), false, false, -1); id != 0 {
 		t.Fatal("session idle for exactly the threshold evicted")
 	}
 	clock.t = clock.t.Add(time.Millisecond)
-	if id := c.create(parts("s"), false, -1); id == 0 {
+	if id := c.create(parts("s"), false, false, -1); id == 0 {
 		t.Fatal("stale session not evicted")
 	}
 	if st := c.Stats(); c.Len() != 2 || st.Evictions["stale"] != 1 || st.Evictions["displaced"] != 1 || st.Refusals["full"] != 3 {
 		t.Fatalf("len %d stats %+v", c.Len(), st)
 	}
-	if NewFetchSessions(FetchSessionLimits{}, clock.now, rand.New(rand.NewPCG(1, 1))).create(parts("a"), false, -1) != 0 {
+	if NewFetchSessions(FetchSessionLimits{}, clock.now, rand.New(rand.NewPCG(1, 1))).create(parts("a"), false, false, -1) != 0 {
 		t.Fatal("0 slots created a session")
 	}
 }
@@ -189,36 +193,36 @@ func TestFetchSessionEviction(t *testing.T) {
 // by nobody (FetchSessionCacheShard's evictableByPrivileged).
 func TestFetchSessionPrivileged(t *testing.T) {
 	c, clock := newTestSessions(2)
-	big := c.create(sized(50), false, -1)
-	small := c.create(sized(5), false, -1)
-	f1 := c.create(sized(1), true, -1)
+	big := c.create(sized(50), false, false, -1)
+	small := c.create(sized(5), false, false, -1)
+	f1 := c.create(sized(1), true, false, -1)
 	if f1 == 0 {
 		t.Fatal("follower session not created")
 	}
-	if ctx := c.open(small, 1, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(small, 1, false, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatal("the smaller consumer session should go first")
 	}
-	f2 := c.create(sized(1), true, -1)
+	f2 := c.create(sized(1), true, false, -1)
 	if f2 == 0 {
 		t.Fatal("second follower session not created")
 	}
-	if ctx := c.open(big, 1, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(big, 1, false, nil, nil, catalogOf()); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatal("the larger consumer session should go next")
 	}
-	if c.create(sized(100), true, -1) != 0 || c.create(sized(100), false, -1) != 0 {
+	if c.create(sized(100), true, false, -1) != 0 || c.create(sized(100), false, false, -1) != 0 {
 		t.Fatal("young follower session displaced")
 	}
 	// Old follower sessions may be displaced by a larger follower's.
 	clock.t = clock.t.Add(sessionEvictAfter + time.Second)
 	for _, id := range []int32{f1, f2} {
-		if ctx := c.open(id, 1, nil, nil, catalogOf()); ctx.errCode != 0 {
+		if ctx := c.open(id, 1, false, nil, nil, catalogOf()); ctx.errCode != 0 {
 			t.Fatal(ctx.errCode)
 		}
 	}
-	if c.create(sized(1), false, -1) != 0 {
+	if c.create(sized(1), false, false, -1) != 0 {
 		t.Fatal("consumer displaced a follower session")
 	}
-	if c.create(sized(2), true, -1) == 0 {
+	if c.create(sized(2), true, false, -1) == 0 {
 		t.Fatal("old follower session not displaced by a larger follower's")
 	}
 }
@@ -228,32 +232,32 @@ func TestFetchSessionPrivileged(t *testing.T) {
 // none when it cannot; growing past either limit ends the session.
 func TestFetchSessionByteLimits(t *testing.T) {
 	c, clock := newTestSessionsLimited(FetchSessionLimits{Slots: 100, SessionBytes: sessionBytes(10), TotalBytes: 2*sessionBytes(3) + sessionBytes(10)})
-	if c.create(sized(11), false, -1) != 0 {
+	if c.create(sized(11), false, false, -1) != 0 {
 		t.Fatal("created beyond the per-session limit")
 	}
 	var ids []int32
 	for i := 0; i < 4; i++ {
-		if id := c.create(sized(3), false, -1); id != 0 {
+		if id := c.create(sized(3), false, false, -1); id != 0 {
 			ids = append(ids, id)
 		}
 		clock.t = clock.t.Add(time.Second)
 	}
 	// 4 sessions of 3 fit; then a session of 10 needs two of them gone,
 	// and none is old: nothing is evicted.
-	big := c.create(sized(10), false, -1)
+	big := c.create(sized(10), false, false, -1)
 	if len(ids) != 4 || big != 0 || c.Len() != 4 {
 		t.Fatalf("created %d, big %d, len %d", len(ids), big, c.Len())
 	}
-	if c.create(sized(10), false, -1) == 0 && c.Stats().Refusals["full"] != 2 {
+	if c.create(sized(10), false, false, -1) == 0 && c.Stats().Refusals["full"] != 2 {
 		t.Fatal("refusals not counted")
 	}
 	// Past the threshold since creation, touched: the two least valuable
 	// (smallest, then lowest id) make room.
 	clock.t = clock.t.Add(sessionEvictAfter)
 	for _, id := range ids {
-		c.open(id, 1, nil, nil, catalogOf())
+		c.open(id, 1, false, nil, nil, catalogOf())
 	}
-	if c.create(sized(10), false, -1) == 0 {
+	if c.create(sized(10), false, false, -1) == 0 {
 		t.Fatal("not created by evicting two")
 	}
 	if st := c.Stats(); st.Sessions != 3 || st.Evictions["displaced"] != 2 || st.Bytes > 2*sessionBytes(3)+sessionBytes(10) {
@@ -262,7 +266,7 @@ func TestFetchSessionByteLimits(t *testing.T) {
 	// Growing a session past its own limit ends it.
 	var survivor int32
 	for _, id := range ids {
-		if ctx := c.open(id, 2, nil, nil, catalogOf()); ctx.errCode == 0 {
+		if ctx := c.open(id, 2, false, nil, nil, catalogOf()); ctx.errCode == 0 {
 			survivor = id
 			break
 		}
@@ -271,7 +275,7 @@ func TestFetchSessionByteLimits(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		grow = append(grow, cachedPartition{key: sessionKey{topic: "g", partition: int32(i)}})
 	}
-	if ctx := c.open(survivor, 3, grow, nil, catalogOf("g")); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
+	if ctx := c.open(survivor, 3, false, grow, nil, catalogOf("g")); ctx.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("grown past the session limit: %+v", ctx)
 	}
 	if st := c.Stats(); st.Evictions["too_large"] != 1 || st.Bytes > 2*sessionBytes(3)+sessionBytes(10) {
@@ -297,7 +301,7 @@ func TestFetchSessionBytesAccounted(t *testing.T) {
 		for i := 0; i < n; i++ {
 			ps = append(ps, &cachedPartition{key: sessionKey{id: [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}, partition: int32(i)}})
 		}
-		id := c.create(ps, false, -1)
+		id := c.create(ps, false, false, -1)
 		ps = nil
 		used := int64(heap() - before)
 		accounted := c.Stats().Bytes
