@@ -410,3 +410,41 @@ func TestFetchSessionFloodOfKnownPartitions(t *testing.T) {
 		t.Errorf("%v refusals, want %d", r, 2000-created)
 	}
 }
+
+// TestFetchSessionEpochMovedOnDuringLongPoll: an incremental fetch that
+// waits while a request with the next epoch is served on another
+// connection is answered INVALID_FETCH_SESSION_EPOCH, as Kafka's
+// IncrementalFetchContext, not with partitions the later one reported.
+func TestFetchSessionEpochMovedOnDuringLongPoll(t *testing.T) {
+	b := brokertest.Start(t)
+	topic := createTopic(t, b, "dup", 1)
+	first := &sessionFetcher{rc: dial(t, b), v: 13}
+	first.full(fetchReq(13, "", topic.ID, fetchPos{0, 0, 1 << 20}))
+	if first.id == 0 {
+		t.Fatal("no session")
+	}
+	waiting := kmsg.NewPtrFetchRequest()
+	waiting.SetVersion(13)
+	waiting.ReplicaID, waiting.MaxBytes, waiting.MinBytes, waiting.MaxWaitMillis = -1, 1<<20, 1, 1500
+	waiting.SessionID, waiting.SessionEpoch = first.id, 1
+	corr := first.rc.send(waiting)
+
+	// The same session's next epoch from another connection, answered at
+	// once, while the first waits. Bounded: the first waits 1.5 s.
+	other := &sessionFetcher{rc: dial(t, b), v: 13, id: first.id, epoch: 2}
+	var r *kmsg.FetchResponse
+	for i := 0; i < 50; i++ {
+		r = other.incremental()
+		if r.ErrorCode == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the first has not been read yet
+	}
+	if r.ErrorCode != 0 {
+		t.Fatalf("next epoch: error %d", r.ErrorCode)
+	}
+	got := first.rc.recv(waiting, corr).(*kmsg.FetchResponse)
+	if got.ErrorCode != kerr.InvalidFetchSessionEpoch.Code || got.SessionID != first.id || len(got.Topics) != 0 {
+		t.Fatalf("overtaken long poll: error %d session %d, %d topics", got.ErrorCode, got.SessionID, len(got.Topics))
+	}
+}

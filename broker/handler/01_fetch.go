@@ -356,11 +356,21 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 // CachedPartition.maybeUpdateResponseData, and moves partitions that
 // returned records to the end of the session so others get their turn.
 func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, s *fetchSession) (kmsg.Response, error) {
-	iso := req.Msg.(*kmsg.FetchRequest).IsolationLevel == 1
+	r := req.Msg.(*kmsg.FetchRequest)
+	iso := r.IsolationLevel == 1
 	resp.SessionID = s.id
 	var regions [][][]log.Region
 	var moved []*cachedPartition
 	env.FetchSessions.lock()
+	if s.movedOn(r.SessionEpoch) {
+		env.FetchSessions.unlock()
+		for _, fp := range parts {
+			fp.release()
+		}
+		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		env.Metrics.Error(req.Key, resp.ErrorCode)
+		return encodedFetch(resp, nil)
+	}
 	for _, fp := range parts {
 		cp := s.index[fp.cp.key]
 		if fp.uncached {

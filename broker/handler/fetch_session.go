@@ -196,6 +196,13 @@ func (s *fetchSession) moveToEnd(moved ...*cachedPartition) {
 	s.parts = kept
 }
 
+// movedOn reports, with the cache locked, whether a later request of the
+// session was served while the one carrying reqEpoch waited: its answer
+// would then be built on partitions the later one already reported, so it
+// is INVALID_FETCH_SESSION_EPOCH instead, as
+// IncrementalFetchContext.updateAndGenerateResponseData.
+func (s *fetchSession) movedOn(reqEpoch int32) bool { return s.epoch != nextEpoch(reqEpoch) }
+
 // FetchSessionLimits bounds the fetch session cache.
 type FetchSessionLimits struct {
 	// Slots is max.incremental.fetch.session.cache.slots; 0 disables
