@@ -120,6 +120,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.parts = partition.NewManager(b.logs)
+	fetchSessions := handler.NewFetchSessions(handler.FetchSessionLimits{Slots: int(bc.FetchSessionCacheSlots),
+		SessionBytes: bc.FetchSessionMaxBytes, TotalBytes: bc.FetchSessionCacheMaxBytes},
+		cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0)))
 	// The subscription runs inside each metadata commit, so a topic is
 	// servable as soon as CreateTopics (or auto-creation) returns.
 	var syncErr error
@@ -128,6 +131,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			syncErr = err
 			b.logger.Error("applying metadata to partitions", "err", err)
 		}
+		fetchSessions.PartitionsChanged()
 	})
 	if syncErr != nil {
 		return nil, fmt.Errorf("broker: opening partitions: %w", syncErr)
@@ -142,6 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	host, port := advertised(bc, b.ln.Addr().(*net.TCPAddr))
+	metrics.RegisterFetchSessions(cfg.Registry, fetchSessions.Stats)
 	env := &handler.Env{
 		NodeID:        bc.NodeID,
 		Host:          host,
@@ -149,7 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Config:        bc,
 		Meta:          b.meta,
 		Partitions:    b.parts,
-		FetchSessions: handler.NewFetchSessions(int(bc.FetchSessionCacheSlots), cfg.Now, rand.New(rand.NewPCG(uint64(cfg.Now().UnixNano()), 0))),
+		FetchSessions: fetchSessions,
 		Metrics:       m,
 		Now:           cfg.Now,
 		Logger:        loggers.Logger("cascade.handler"),

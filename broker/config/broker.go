@@ -288,6 +288,11 @@ type Broker struct {
 	FetchMaxBytes int32
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots.
 	FetchSessionCacheSlots int32
+	// FetchSessionMaxBytes and FetchSessionCacheMaxBytes are
+	// cascade.incremental.fetch.session.max.bytes and
+	// cascade.incremental.fetch.session.cache.max.bytes.
+	FetchSessionMaxBytes      int64
+	FetchSessionCacheMaxBytes int64
 	// ControllerQuorumBootstrapServers is
 	// controller.quorum.bootstrap.servers (at most one host:port).
 	ControllerQuorumBootstrapServers []string

@@ -46,6 +46,12 @@ var serverDefs = []*Def{
 		Doc: "The most record bytes one Fetch response carries, whatever the request's max_bytes."},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: "1000", HasDefault: true,
 		Validate: atLeast(0), Doc: "The most incremental fetch sessions (KIP-227) kept at once; 0 disables them."},
+	{Name: "cascade.incremental.fetch.session.max.bytes", Type: TypeLong, Default: "8388608", HasDefault: true,
+		Validate: atLeast(1024), Doc: "Cascade-specific: the most memory one incremental fetch session may hold, " +
+			"about 260 bytes per partition; a full fetch whose session would exceed it is served without a session."},
+	{Name: "cascade.incremental.fetch.session.cache.max.bytes", Type: TypeLong, Default: "33554432", HasDefault: true,
+		Validate: atLeast(1024), Doc: "Cascade-specific: the most memory all incremental fetch sessions hold together; " +
+			"sessions are evicted as Kafka's FetchSessionCache evicts them to stay under it."},
 
 	// Thread pools: validated as Kafka does, without effect.
 	{Name: "num.network.threads", Type: TypeInt, Default: "3", HasDefault: true, Validate: atLeast(1), Dynamic: true,
@@ -99,6 +105,8 @@ func (b *Broker) fillServer() error {
 	}
 	b.FetchMaxBytes = b.value("fetch.max.bytes").(int32)
 	b.FetchSessionCacheSlots = b.value("max.incremental.fetch.session.cache.slots").(int32)
+	b.FetchSessionMaxBytes = b.value("cascade.incremental.fetch.session.max.bytes").(int64)
+	b.FetchSessionCacheMaxBytes = b.value("cascade.incremental.fetch.session.cache.max.bytes").(int64)
 
 	for _, s := range b.value("controller.quorum.bootstrap.servers").([]string) {
 		host, portText, err := net.SplitHostPort(s)

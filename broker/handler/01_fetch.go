@@ -54,6 +54,9 @@ type fetchPart struct {
 	topic string // resolved from the topic id from v13
 	p     *partition.Partition
 	code  int16
+	// uncached is an incremental request's partition that does not exist
+	// and so is answered without joining the session.
+	uncached bool
 
 	res       partition.ReadResult
 	aborted   []log.AbortedTxn
@@ -111,7 +114,7 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	if r.Version < 7 {
 		sessionID, sessionEpoch = 0, finalEpoch
 	}
-	fctx := env.FetchSessions.open(sessionID, sessionEpoch, wanted, forgotten)
+	fctx := env.FetchSessions.open(sessionID, sessionEpoch, useIDs, wanted, forgotten, envCatalog{env})
 	if fctx.errCode != 0 {
 		resp.ErrorCode = fctx.errCode
 		env.Metrics.Error(req.Key, fctx.errCode)
@@ -133,6 +136,9 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 			parts[i] = &fetchPart{cp: &c}
 		}
 		env.FetchSessions.unlock()
+		for i := range fctx.uncached {
+			parts = append(parts, &fetchPart{cp: &fctx.uncached[i], uncached: true})
+		}
 	}
 
 	iso := partition.ReadHighWatermark
@@ -206,7 +212,7 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	}
 
 	if fctx.full {
-		return buildFullFetch(env, req, resp, parts, fctx.create)
+		return buildFullFetch(env, req, resp, parts, fctx)
 	}
 	return buildIncrementalFetch(env, req, resp, parts, fctx.session)
 }
@@ -332,24 +338,16 @@ func appendPart(resp *kmsg.FetchResponse, regions *[][][]log.Region, fp *fetchPa
 	fp.res.Regions = nil // ownership moves to the body
 }
 
-func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, create bool) (kmsg.Response, error) {
-	iso := req.Msg.(*kmsg.FetchRequest).IsolationLevel == 1
+func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, fctx fetchContext) (kmsg.Response, error) {
+	r := req.Msg.(*kmsg.FetchRequest)
+	iso := r.IsolationLevel == 1
 	var regions [][][]log.Region
 	for _, fp := range parts {
 		env.Metrics.Error(req.Key, fp.code)
 		appendPart(resp, &regions, fp, iso)
 	}
-	if create && resp.ErrorCode == 0 {
-		cps := make([]*cachedPartition, len(parts))
-		for i, fp := range parts {
-			cp := *fp.cp
-			cp.hw, cp.lso, cp.startOffset = fp.res.HighWatermark, fp.res.LastStableOffset, fp.res.LogStartOffset
-			if fp.code != 0 {
-				cp.hw, cp.lso, cp.startOffset = -1, -1, -1
-			}
-			cps[i] = &cp
-		}
-		resp.SessionID = env.FetchSessions.create(cps)
+	if fctx.create && resp.ErrorCode == 0 {
+		resp.SessionID = createSession(env, r, parts, fctx.generation)
 	}
 	return encodedFetch(resp, regions)
 }
@@ -358,13 +356,28 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 // CachedPartition.maybeUpdateResponseData, and moves partitions that
 // returned records to the end of the session so others get their turn.
 func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, s *fetchSession) (kmsg.Response, error) {
-	iso := req.Msg.(*kmsg.FetchRequest).IsolationLevel == 1
+	r := req.Msg.(*kmsg.FetchRequest)
+	iso := r.IsolationLevel == 1
 	resp.SessionID = s.id
 	var regions [][][]log.Region
 	var moved []*cachedPartition
 	env.FetchSessions.lock()
+	if s.movedOn(r.SessionEpoch) {
+		env.FetchSessions.unlock()
+		for _, fp := range parts {
+			fp.release()
+		}
+		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		env.Metrics.Error(req.Key, resp.ErrorCode)
+		return encodedFetch(resp, nil)
+	}
 	for _, fp := range parts {
 		cp := s.index[fp.cp.key]
+		if fp.uncached {
+			env.Metrics.Error(req.Key, fp.code)
+			appendPart(resp, &regions, fp, iso)
+			continue
+		}
 		if cp == nil {
 			fp.release() // forgotten by a concurrent request
 			continue
@@ -386,9 +399,7 @@ func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, par
 		env.Metrics.Error(req.Key, fp.code)
 		appendPart(resp, &regions, fp, iso)
 	}
-	for _, cp := range moved {
-		s.moveToEnd(cp)
-	}
+	s.moveToEnd(moved...)
 	env.FetchSessions.unlock()
 	return encodedFetch(resp, regions)
 }
