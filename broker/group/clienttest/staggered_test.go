@@ -52,7 +52,13 @@ func TestStaggeredJoin(t *testing.T) {
 	}
 	end := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	staggeredRuns(t, b.Addr(), adm, topic, end)
+}
 
+// staggeredRuns runs the staggered join staggerRuns times on the broker at
+// addr, each in a group of its own, staggerParallel at once, over topic
+// whose partitions end at end, and logs the times of the runs.
+func staggeredRuns(t *testing.T, addr string, adm *kadm.Client, topic string, end map[int32]int64) {
 	times := make([]time.Duration, staggerRuns)
 	errs := make([]error, staggerRuns)
 	sem := make(chan struct{}, staggerParallel)
@@ -63,7 +69,7 @@ func TestStaggeredJoin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			times[i], errs[i] = staggeredRun(b, adm, fmt.Sprintf("staggered-%d", i), topic, end)
+			times[i], errs[i] = staggeredRun(addr, adm, fmt.Sprintf("staggered-%d", i), topic, end)
 		}()
 	}
 	wg.Wait()
@@ -79,10 +85,10 @@ func TestStaggeredJoin(t *testing.T) {
 	}
 }
 
-// staggeredRun starts three members of group staggerGap apart and returns
-// how long after the first start every record was read and the committed
-// offsets stood exactly at end.
-func staggeredRun(b *brokertest.Broker, adm *kadm.Client, group, topic string, end map[int32]int64) (time.Duration, error) {
+// staggeredRun starts three members of group on the broker at addr,
+// staggerGap apart, and returns how long after the first start every
+// record was read and the committed offsets stood exactly at end.
+func staggeredRun(addr string, adm *kadm.Client, group, topic string, end map[int32]int64) (time.Duration, error) {
 	s := newSeen()
 	start := time.Now()
 	var members []*staggerMember
@@ -95,7 +101,7 @@ func staggeredRun(b *brokertest.Broker, adm *kadm.Client, group, topic string, e
 		if i > 0 {
 			time.Sleep(staggerGap)
 		}
-		m, err := startStaggerMember(b, group, topic, s)
+		m, err := startStaggerMember(addr, group, topic, s)
 		if err != nil {
 			return 0, err
 		}
@@ -154,8 +160,8 @@ type staggerMember struct {
 	lastErr error
 }
 
-func startStaggerMember(b *brokertest.Broker, group, topic string, s *seen) (*staggerMember, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()),
+func startStaggerMember(addr, group, topic string, s *seen) (*staggerMember, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.RangeBalancer()),
 		kgo.SessionTimeout(staggerSession), kgo.HeartbeatInterval(staggerHB),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
