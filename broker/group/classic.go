@@ -601,6 +601,7 @@ func (c *Coordinator) resetAssignments(g *classicGroup, errCode int16) {
 		if m.sync != nil {
 			c.reply(m.sync.id, &kmsg.SyncGroupResponse{Version: m.sync.version, ErrorCode: errCode})
 			m.sync = nil
+			c.scheduleClassicHeartbeat(g, m)
 		}
 	}
 	g.pendingSync = map[string]bool{}
@@ -799,7 +800,6 @@ func (c *Coordinator) syncGroup(r Request, req *kmsg.SyncGroupRequest) {
 	case stateCompletingRebalance:
 		delete(g.pendingSync, m.id)
 		m.sync = &parked{id: r.ID, version: req.Version}
-		c.scheduleClassicHeartbeat(g, m)
 		if g.leader == nil || *g.leader != m.id {
 			return
 		}
@@ -817,11 +817,16 @@ func (c *Coordinator) syncGroup(r Request, req *kmsg.SyncGroupRequest) {
 			if o.sync != nil {
 				c.reply(o.sync.id, c.syncResponse(g, o, o.sync.version))
 				o.sync = nil
+				// As Kafka's propagateAssignment: a session that ran
+				// out while the member waited in SyncGroup was
+				// ignored (hasSatisfiedHeartbeat) and left no timer,
+				// so the member's session starts again with its
+				// answer.
+				c.scheduleClassicHeartbeat(g, o)
 			}
 		}
 	case stateStable:
 		delete(g.pendingSync, m.id)
-		c.scheduleClassicHeartbeat(g, m)
 		c.reply(r.ID, c.syncResponse(g, m, req.Version))
 	}
 }
