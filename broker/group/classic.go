@@ -379,10 +379,19 @@ func (c *Coordinator) addMemberAndRebalance(r Request, req *kmsg.JoinGroupReques
 	if g.leader == nil {
 		g.leader = strp(id)
 	}
-	g.newMemberAdded = true
-	// A new member can expire even while it waits for the join to complete
-	// (ClassicGroupMember.hasSatisfiedHeartbeat).
-	c.scheduleClassicHeartbeat(g, m)
+	// As Kafka's addMemberThenRebalanceOrCompleteJoin: only a member that
+	// arrives during the initial delay extends it. The member that starts
+	// the initial rebalance finds the group Empty and does not.
+	if g.state == statePreparingRebalance && g.prevState == stateEmpty {
+		g.newMemberAdded = true
+	}
+	// A new member has no generation yet, so it cannot heartbeat, and it
+	// can expire even while it waits in JoinGroup
+	// (ClassicGroupMember.hasSatisfiedHeartbeat). As Kafka, it waits up
+	// to the new member join timeout, not its session timeout: the join
+	// phase it waits for, an initial delay extended by later arrivals,
+	// can outlast the session timeout.
+	c.scheduleClassicTimeout(g, m, c.cfg.NewMemberJoinTimeout)
 	c.maybePrepareRebalanceOrCompleteJoin(g)
 }
 
@@ -544,7 +553,6 @@ func (c *Coordinator) completeJoin(g *classicGroup) {
 		return
 	}
 	g.generation++
-	g.newMemberAdded = false
 	if len(g.members) == 0 {
 		g.protocol = nil
 		g.transition(stateEmpty, c.nowMs())
@@ -593,6 +601,7 @@ func (c *Coordinator) resetAssignments(g *classicGroup, errCode int16) {
 		if m.sync != nil {
 			c.reply(m.sync.id, &kmsg.SyncGroupResponse{Version: m.sync.version, ErrorCode: errCode})
 			m.sync = nil
+			c.scheduleClassicHeartbeat(g, m)
 		}
 	}
 	g.pendingSync = map[string]bool{}
@@ -616,8 +625,14 @@ func (c *Coordinator) expirePendingSync(gid string, gen int32) {
 }
 
 func (c *Coordinator) scheduleClassicHeartbeat(g *classicGroup, m *classicMember) {
+	c.scheduleClassicTimeout(g, m, ms(m.sessionTimeout))
+}
+
+// scheduleClassicTimeout expires m after d unless it is heard from again,
+// as Kafka's rescheduleClassicGroupMemberHeartbeat.
+func (c *Coordinator) scheduleClassicTimeout(g *classicGroup, m *classicMember, d time.Duration) {
 	gid, mid := g.id, m.id
-	c.schedule(hbKey(gid, mid), ms(m.sessionTimeout), func() { c.expireHeartbeat(gid, mid) })
+	c.schedule(hbKey(gid, mid), d, func() { c.expireHeartbeat(gid, mid) })
 }
 
 func (c *Coordinator) expireHeartbeat(gid, mid string) {
@@ -635,25 +650,41 @@ func (c *Coordinator) expireHeartbeat(gid, mid string) {
 		return
 	}
 	c.removeClassicMember(g, m, kerr.UnknownMemberID.Code)
-	c.afterMemberRemoved(g)
+	// As Kafka's removeMemberAndUpdateClassicGroup: unlike a LeaveGroup,
+	// an expiry completes a join phase whose remaining members have all
+	// joined even while the initial delay runs.
+	switch g.state {
+	case stateStable, stateCompletingRebalance:
+		c.maybePrepareRebalanceOrCompleteJoin(g)
+	case statePreparingRebalance:
+		if g.hasAllMembersJoined() {
+			c.completeJoin(g)
+		}
+	}
 }
 
+// expirePending drops a member that was given its id (MEMBER_ID_REQUIRED)
+// and did not come back within its session timeout. As Kafka's
+// removePendingMemberAndUpdateClassicGroup, a join phase that only waited
+// for it completes, initial delay or not.
 func (c *Coordinator) expirePending(gid, mid string) {
 	g := c.classic[gid]
 	if g == nil || !g.pending[mid] {
 		return
 	}
 	delete(g.pending, mid)
-	if g.state == statePreparingRebalance {
-		c.maybeCompleteJoin(g)
+	if g.state == statePreparingRebalance && g.hasAllMembersJoined() {
+		c.completeJoin(g)
 	}
 }
 
 // removeClassicMember takes m out of g; its parked requests are answered
-// with errCode.
+// with errCode. As Kafka's removeMemberAndUpdateClassicGroup and
+// removeCurrentMemberFromClassicGroup, the parked JoinGroup's answer
+// carries no member id, so the client joins again as a new member.
 func (c *Coordinator) removeClassicMember(g *classicGroup, m *classicMember, errCode int16) {
 	if m.join != nil {
-		c.reply(m.join.id, &kmsg.JoinGroupResponse{Version: m.join.version, ErrorCode: errCode, Generation: -1, MemberID: m.id})
+		c.reply(m.join.id, &kmsg.JoinGroupResponse{Version: m.join.version, ErrorCode: errCode, Generation: -1})
 		m.join = nil
 	}
 	if m.sync != nil {
@@ -680,7 +711,9 @@ func (c *Coordinator) removeClassicMember(g *classicGroup, m *classicMember, err
 	}
 }
 
-// afterMemberRemoved is the tail of Kafka's removeMemberAndUpdateClassicGroup.
+// afterMemberRemoved is the tail of Kafka's classicGroupLeave: a join phase
+// completes only as maybeCompleteJoinPhase allows, not during the initial
+// delay.
 func (c *Coordinator) afterMemberRemoved(g *classicGroup) {
 	switch g.state {
 	case stateStable, stateCompletingRebalance:
@@ -767,7 +800,6 @@ func (c *Coordinator) syncGroup(r Request, req *kmsg.SyncGroupRequest) {
 	case stateCompletingRebalance:
 		delete(g.pendingSync, m.id)
 		m.sync = &parked{id: r.ID, version: req.Version}
-		c.scheduleClassicHeartbeat(g, m)
 		if g.leader == nil || *g.leader != m.id {
 			return
 		}
@@ -785,11 +817,16 @@ func (c *Coordinator) syncGroup(r Request, req *kmsg.SyncGroupRequest) {
 			if o.sync != nil {
 				c.reply(o.sync.id, c.syncResponse(g, o, o.sync.version))
 				o.sync = nil
+				// As Kafka's propagateAssignment: a session that ran
+				// out while the member waited in SyncGroup was
+				// ignored (hasSatisfiedHeartbeat) and left no timer,
+				// so the member's session starts again with its
+				// answer.
+				c.scheduleClassicHeartbeat(g, o)
 			}
 		}
 	case stateStable:
 		delete(g.pendingSync, m.id)
-		c.scheduleClassicHeartbeat(g, m)
 		c.reply(r.ID, c.syncResponse(g, m, req.Version))
 	}
 }

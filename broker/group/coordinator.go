@@ -27,6 +27,11 @@ type Config struct {
 	ConsumerMaxSize           int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors; the first is the default
 	MigrationPolicy           string        // group.consumer.migration.policy (KIP-848 online migration)
+	// NewMemberJoinTimeout is how long a new classic member's JoinGroup
+	// may wait for its first generation before the member is dropped.
+	// Kafka has no property for it: GroupCoordinatorConfig fixes
+	// CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS at 5 minutes.
+	NewMemberJoinTimeout time.Duration
 	// Rand generates member ids. Seed it to make a run replayable.
 	Rand *rand.Rand
 }
@@ -47,6 +52,7 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{AssignorUniform, AssignorRange},
 		MigrationPolicy:           MigrationBidirectional,
+		NewMemberJoinTimeout:      5 * time.Minute,
 		Rand:                      rand.New(rand.NewSource(time.Now().UnixNano())),
 	}
 }
@@ -142,6 +148,9 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.OffsetsRetentionCheck <= 0 {
 		cfg.OffsetsRetentionCheck = d.OffsetsRetentionCheck
+	}
+	if cfg.NewMemberJoinTimeout <= 0 {
+		cfg.NewMemberJoinTimeout = d.NewMemberJoinTimeout
 	}
 	c := &Coordinator{
 		cfg:      cfg,

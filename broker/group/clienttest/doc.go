@@ -5,5 +5,9 @@
 // one crashes (it vanishes without LeaveGroup and is expired at its
 // session timeout); every record is read, the committed offsets end
 // exactly at the partitions' ends, and after a broker restart a new member
-// resumes at the committed offsets. The package has no non-test code.
+// resumes at the committed offsets. TestStaggeredJoin runs franz-go
+// members joining an empty group a few hundred milliseconds apart under
+// the default group.initial.rebalance.delay.ms, many times over, and
+// bounds how long each run takes to read and commit a whole topic. The
+// package has no non-test code.
 package clienttest

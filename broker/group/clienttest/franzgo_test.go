@@ -35,27 +35,38 @@ func startFranz(t *testing.T, b *brokertest.Broker, group, topic string, s *seen
 	m := &franzMember{cl: cl, dialer: d, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			fs := cl.PollFetches(ctx)
-			cancel()
-			select {
-			case <-m.stop:
-				return
-			default:
+		pollAndCommit(cl, s, m.stop, func(err error) {
+			if !errors.Is(err, context.Canceled) {
+				t.Logf("commit: %v", err)
 			}
-			fs.EachRecord(func(r *kgo.Record) { s.add(string(r.Value)) })
-			if len(fs.Records()) > 0 {
-				cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if err := cl.CommitUncommittedOffsets(cctx); err != nil && !errors.Is(err, context.Canceled) {
-					t.Logf("commit: %v", err)
-				}
-				ccancel()
-			}
-		}
+		})
 	}()
 	t.Cleanup(m.leave)
 	return m
+}
+
+// pollAndCommit polls cl until stop is closed, adds the value of every
+// record it reads to s, and commits what it read after each poll; a
+// failed commit goes to onErr.
+func pollAndCommit(cl *kgo.Client, s *seen, stop <-chan struct{}, onErr func(error)) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		fs.EachRecord(func(r *kgo.Record) { s.add(string(r.Value)) })
+		if len(fs.Records()) > 0 {
+			cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := cl.CommitUncommittedOffsets(cctx); err != nil {
+				onErr(err)
+			}
+			ccancel()
+		}
+	}
 }
 
 func (m *franzMember) halt() bool {
