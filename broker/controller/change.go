@@ -117,6 +117,7 @@ func (c *change) build() (metadata.PartitionChangeRecord, bool) {
 func (c *Controller) moveAway(b *batch, remove int32) error {
 	img := b.img
 	acceptable := func(r int32) bool { return r != remove && active(img, r) }
+	var recs []metadata.Record
 	for _, ref := range partitionsWhere(img, inISR(remove)) {
 		ch := newChange(ref.topic, ref.index, acceptable)
 		if c.uncleanAllowed(img, ref.topic) {
@@ -124,12 +125,10 @@ func (c *Controller) moveAway(b *batch, remove int32) error {
 		}
 		ch.targetISR = slices.DeleteFunc(slices.Clone(ch.part.ISR), func(r int32) bool { return r == remove })
 		if rec, ok := ch.build(); ok {
-			if err := b.add(rec); err != nil {
-				return err
-			}
+			recs = append(recs, rec)
 		}
 	}
-	return nil
+	return b.add(recs...)
 }
 
 // electLeaderless proposes a leader for every partition without one, as
@@ -138,18 +137,17 @@ func (c *Controller) moveAway(b *batch, remove int32) error {
 func (c *Controller) electLeaderless(b *batch) error {
 	img := b.img
 	acceptable := func(r int32) bool { return active(img, r) }
+	var recs []metadata.Record
 	for _, ref := range partitionsWhere(img, func(p *metadata.Partition) bool { return p.Leader == metadata.NoLeader }) {
 		ch := newChange(ref.topic, ref.index, acceptable)
 		if c.uncleanAllowed(img, ref.topic) {
 			ch.election = electUnclean
 		}
 		if rec, ok := ch.build(); ok {
-			if err := b.add(rec); err != nil {
-				return err
-			}
+			recs = append(recs, rec)
 		}
 	}
-	return nil
+	return b.add(recs...)
 }
 
 // fence proposes fencing broker id: leaderships moved away and the broker

@@ -79,7 +79,10 @@ func (c *Controller) forget(img *metadata.Image) {
 }
 
 // batch accumulates the records of one operation and the image they lead
-// to, so each step plans against the effects of the steps before it.
+// to, so each step plans against the effects of the steps before it. A
+// step that changes many independent partitions adds its records at once:
+// one Apply copies a topic's partitions once, where one per record would
+// make fencing a broker quadratic in the partitions it holds.
 type batch struct {
 	img  *metadata.Image
 	recs []metadata.Record

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/cascade-kafka/cascade/broker/metadata"
@@ -64,24 +65,43 @@ func (c *Controller) AlterPartition(img *metadata.Image, req AlterPartitionReque
 	if !ok || reg.Epoch != req.BrokerEpoch {
 		return nil, nil, newErr(ErrStaleBrokerEpoch, "Broker %d epoch %d is not the registered one", req.BrokerID, req.BrokerEpoch)
 	}
-	b := &batch{img: img}
+	// Partitions are planned against the image plus this request's own
+	// earlier changes (a partition named twice sees its first change),
+	// and the records applied once at the end.
+	type key struct {
+		topic metadata.UUID
+		index int32
+	}
+	changed := map[key]metadata.Partition{}
+	acceptable := func(r int32) bool { return active(img, r) }
+	var recs []metadata.Record
 	var out []AlterPartitionResult
 	for _, td := range req.Topics {
 		for _, pd := range td.Partitions {
 			res := AlterPartitionResult{TopicID: td.TopicID, Partition: pd.Partition}
-			t, ok := b.img.TopicByID(td.TopicID)
+			t, ok := img.TopicByID(td.TopicID)
 			if !ok {
 				res.Err = codeErr(ErrUnknownTopicID)
 				out = append(out, res)
 				continue
 			}
-			if err := validateAlterPartition(b.img, req.BrokerID, t, pd); err != nil {
+			if pd.Partition < 0 || int(pd.Partition) >= len(t.Partitions) {
+				res.Err = codeErr(ErrUnknownTopicOrPartition)
+				out = append(out, res)
+				continue
+			}
+			k := key{t.ID, pd.Partition}
+			p, seen := changed[k]
+			if !seen {
+				p = t.Partitions[pd.Partition]
+			}
+			if err := validateAlterPartition(img, req.BrokerID, p, pd); err != nil {
 				res.Err = err
 				out = append(out, res)
 				continue
 			}
-			ch := newChange(t, pd.Partition, func(r int32) bool { return active(b.img, r) })
-			if c.uncleanAllowed(b.img, t) {
+			ch := &change{topic: t, index: pd.Partition, part: p, acceptable: acceptable}
+			if c.uncleanAllowed(img, t) {
 				ch.election = electUnclean
 			}
 			ch.targetISR = make([]int32, 0, len(pd.NewISR))
@@ -89,33 +109,34 @@ func (c *Controller) AlterPartition(img *metadata.Image, req AlterPartitionReque
 				ch.targetISR = append(ch.targetISR, m.BrokerID)
 			}
 			ch.targetLRS = pd.LeaderRecoveryState
-			if rec, changed := ch.build(); changed {
-				if err := b.add(rec); err != nil {
-					return nil, nil, err
+			if rec, ok := ch.build(); ok {
+				merged, err := metadata.MergePartition(p, rec)
+				if err != nil {
+					return nil, nil, fmt.Errorf("controller: planned change does not apply: %w", err)
 				}
+				recs = append(recs, rec)
+				changed[k], p = merged, merged
 				if rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
 					res.Err = codeErr(ErrNewLeaderElected)
 					out = append(out, res)
 					continue
 				}
 			}
-			t, _ = b.img.TopicByID(td.TopicID)
-			p := t.Partitions[pd.Partition]
 			res.Leader, res.ISR, res.LeaderEpoch, res.PartitionEpoch, res.LeaderRecoveryState =
 				p.Leader, p.ISR, p.LeaderEpoch, p.PartitionEpoch, p.LeaderRecoveryState
 			out = append(out, res)
 		}
+	}
+	b := &batch{img: img}
+	if err := b.add(recs...); err != nil {
+		return nil, nil, err
 	}
 	return b.recs, out, nil
 }
 
 // validateAlterPartition is ReplicationControlManager.validateAlterPartitionData,
 // in its order.
-func validateAlterPartition(img *metadata.Image, sender int32, t *metadata.Topic, pd AlterPartitionData) error {
-	if pd.Partition < 0 || int(pd.Partition) >= len(t.Partitions) {
-		return codeErr(ErrUnknownTopicOrPartition)
-	}
-	p := t.Partitions[pd.Partition]
+func validateAlterPartition(img *metadata.Image, sender int32, p metadata.Partition, pd AlterPartitionData) error {
 	switch {
 	case pd.LeaderEpoch > p.LeaderEpoch, pd.PartitionEpoch > p.PartitionEpoch:
 		return codeErr(ErrNotController)
@@ -198,32 +219,39 @@ func (c *Controller) ElectLeaders(img *metadata.Image, typ int8, topics []ElectT
 			topics = append(topics, et)
 		}
 	}
+	var recs []metadata.Record
 	for _, et := range topics {
 		for _, p := range et.Partitions {
-			err := c.electOne(b, et.Topic, p, typ)
+			rec, err := c.electOne(img, et.Topic, p, typ)
 			if all && isKind(err, ErrElectionNotNeeded) {
 				continue
+			}
+			if err == nil {
+				recs = append(recs, rec)
 			}
 			out = append(out, ElectResult{Topic: et.Topic, Partition: p, Err: err})
 		}
 	}
+	if err := b.add(recs...); err != nil {
+		return nil, nil, err
+	}
 	return b.recs, out, nil
 }
 
-// electOne is ReplicationControlManager.electLeader.
-func (c *Controller) electOne(b *batch, topic string, index int32, typ int8) error {
-	t, ok := b.img.Topic(topic)
+// electOne is ReplicationControlManager.electLeader: it plans one
+// partition's election against img.
+func (c *Controller) electOne(img *metadata.Image, topic string, index int32, typ int8) (metadata.Record, error) {
+	t, ok := img.Topic(topic)
 	if !ok {
-		return newErr(ErrUnknownTopicOrPartition, "No such topic as %s", topic)
+		return nil, newErr(ErrUnknownTopicOrPartition, "No such topic as %s", topic)
 	}
 	if index < 0 || int(index) >= len(t.Partitions) {
-		return newErr(ErrUnknownTopicOrPartition, "No such partition as %s-%d", topic, index)
+		return nil, newErr(ErrUnknownTopicOrPartition, "No such partition as %s-%d", topic, index)
 	}
 	p := t.Partitions[index]
 	if (typ == ElectPreferred && p.Leader == p.PreferredLeader()) || (typ == ElectUnclean && p.Leader != metadata.NoLeader) {
-		return codeErr(ErrElectionNotNeeded)
+		return nil, codeErr(ErrElectionNotNeeded)
 	}
-	img := b.img
 	ch := newChange(t, index, func(r int32) bool { return active(img, r) })
 	ch.election = electPreferred
 	if typ == ElectUnclean {
@@ -232,11 +260,11 @@ func (c *Controller) electOne(b *batch, topic string, index int32, typ int8) err
 	rec, ok := ch.build()
 	if !ok {
 		if typ == ElectPreferred {
-			return codeErr(ErrPreferredLeaderNotAvailable)
+			return nil, codeErr(ErrPreferredLeaderNotAvailable)
 		}
-		return codeErr(ErrEligibleLeadersNotAvailable)
+		return nil, codeErr(ErrEligibleLeadersNotAvailable)
 	}
-	return b.add(rec)
+	return rec, nil
 }
 
 // rebalance runs preferred elections for partitions not led by their
@@ -244,42 +272,39 @@ func (c *Controller) electOne(b *batch, topic string, index int32, typ int8) err
 func (c *Controller) rebalance(b *batch, limit int) (int, error) {
 	img := b.img
 	acceptable := func(r int32) bool { return active(img, r) }
-	n := 0
+	var recs []metadata.Record
 	for _, ref := range partitionsWhere(img, func(p *metadata.Partition) bool { return p.Leader != p.PreferredLeader() }) {
-		if n >= limit {
+		if len(recs) >= limit {
 			break
 		}
 		ch := newChange(ref.topic, ref.index, acceptable)
 		ch.election = electPreferred
 		if rec, ok := ch.build(); ok {
-			if err := b.add(rec); err != nil {
-				return n, err
-			}
-			n++
+			recs = append(recs, rec)
 		}
 	}
-	return n, nil
+	return len(recs), b.add(recs...)
 }
 
 // electUnclean elects leaders for leaderless partitions of topics that
 // allow unclean election, as maybeElectUncleanLeaders.
 func (c *Controller) electUnclean(b *batch) (int, error) {
-	n := 0
+	var recs []metadata.Record
 	for _, ref := range partitionsWhere(b.img, func(p *metadata.Partition) bool { return p.Leader == metadata.NoLeader }) {
-		if n >= maxElectionsPerTick {
+		if len(recs) >= maxElectionsPerTick {
 			break
 		}
 		if !c.uncleanAllowed(b.img, ref.topic) {
 			continue
 		}
-		err := c.electOne(b, ref.topic.Name, ref.index, ElectUnclean)
+		rec, err := c.electOne(b.img, ref.topic.Name, ref.index, ElectUnclean)
 		switch {
 		case err == nil:
-			n++
+			recs = append(recs, rec)
 		case isKind(err, ErrEligibleLeadersNotAvailable):
 		default:
-			return n, err
+			return 0, err
 		}
 	}
-	return n, nil
+	return len(recs), b.add(recs...)
 }

@@ -290,7 +290,7 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 			if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
 				return nil, fmt.Errorf("metadata: change of topic %q partition %d of %d", t.Name, r.Partition, len(t.Partitions))
 			}
-			p, err := mergePartition(t.Partitions[r.Partition], r)
+			p, err := MergePartition(t.Partitions[r.Partition], r)
 			if err != nil {
 				return nil, fmt.Errorf("metadata: topic %q partition %d: %w", t.Name, r.Partition, err)
 			}
@@ -347,12 +347,12 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 	return &next, nil
 }
 
-// mergePartition applies a change as Kafka's PartitionRegistration.merge:
+// MergePartition applies a change as Kafka's PartitionRegistration.merge:
 // the partition epoch always grows, the leader epoch when the leader is
 // named (even the same leader, which is how Kafka fences a leader's old
 // requests). The result must keep the ISR within the replicas and the
 // leader among them.
-func mergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
+func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(r.Replicas)
 	}
