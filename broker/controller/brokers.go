@@ -306,12 +306,14 @@ type TickReply struct {
 // Tick runs the controller's timed work at now: it fences every broker
 // whose last heartbeat is older than the session timeout, oldest first
 // (Kafka's maybeFenceOneStaleBroker, run until none is stale), each fence
-// planned against the ones before it; it elects leaders uncleanly for
+// planned against the ones before it; every
+// unclean.leader.election.interval.ms it elects leaders uncleanly for
 // leaderless partitions of topics that allow it (maybeElectUncleanLeaders);
-// and, every leader.imbalance.check.interval with auto.leader.rebalance
-// on, it moves leadership back to preferred replicas that are in the ISR
-// and active (maybeBalancePartitionLeaders). Elections are bounded per
-// Tick; the rest wait for the next.
+// and every leader.imbalance.check.interval.seconds with
+// auto.leader.rebalance.enable it moves leadership back to preferred
+// replicas that are in the ISR and active (maybeBalancePartitionLeaders).
+// Each of those elects at most 1000 leaders per run; the rest wait for the
+// next.
 func (c *Controller) Tick(img *metadata.Image, now time.Time) ([]metadata.Record, TickReply, error) {
 	c.forget(img)
 	var reply TickReply
@@ -333,22 +335,19 @@ func (c *Controller) Tick(img *metadata.Image, now time.Time) ([]metadata.Record
 		}
 		reply.Fenced = append(reply.Fenced, s.id)
 	}
-	n, err := c.electUnclean(b)
-	if err != nil {
-		return nil, TickReply{}, err
-	}
-	reply.Elections += n
-	if c.cfg.AutoLeaderRebalance {
-		if c.nextRebalance.IsZero() {
-			c.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
-		} else if !now.Before(c.nextRebalance) {
-			c.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
-			n, err := c.rebalance(b, maxElectionsPerTick-reply.Elections)
-			if err != nil {
-				return nil, TickReply{}, err
-			}
-			reply.Elections += n
+	if c.unclean.due(now, c.cfg.UncleanLeaderElectionInterval) {
+		n, err := c.electUnclean(b)
+		if err != nil {
+			return nil, TickReply{}, err
 		}
+		reply.Elections += n
+	}
+	if c.cfg.AutoLeaderRebalance && c.rebalance.due(now, c.cfg.LeaderImbalanceCheckInterval) {
+		n, err := c.balance(b, maxElectionsPerTick)
+		if err != nil {
+			return nil, TickReply{}, err
+		}
+		reply.Elections += n
 	}
 	return b.recs, reply, nil
 }

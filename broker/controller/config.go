@@ -28,6 +28,10 @@ type Config struct {
 	// UncleanLeaderElection is the cluster's
 	// unclean.leader.election.enable; a topic's override wins.
 	UncleanLeaderElection bool
+	// UncleanLeaderElectionInterval is unclean.leader.election.interval.ms:
+	// how often Tick elects leaders uncleanly for leaderless partitions of
+	// topics that allow it.
+	UncleanLeaderElectionInterval time.Duration
 	// AutoLeaderRebalance is auto.leader.rebalance.enable: Tick moves
 	// leadership back to preferred replicas.
 	AutoLeaderRebalance bool
@@ -45,15 +49,16 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults, for node id and a seeded source.
 func DefaultConfig(nodeID int32, r *rand.Rand) Config {
 	return Config{
-		NodeID:                       nodeID,
-		SessionTimeout:               9 * time.Second,
-		HeartbeatInterval:            2 * time.Second,
-		DefaultReplicationFactor:     1,
-		NumPartitions:                1,
-		UncleanLeaderElection:        false,
-		AutoLeaderRebalance:          true,
-		LeaderImbalanceCheckInterval: 300 * time.Second,
-		Rand:                         r,
+		NodeID:                        nodeID,
+		SessionTimeout:                9 * time.Second,
+		HeartbeatInterval:             2 * time.Second,
+		DefaultReplicationFactor:      1,
+		NumPartitions:                 1,
+		UncleanLeaderElection:         false,
+		UncleanLeaderElectionInterval: 300 * time.Second,
+		AutoLeaderRebalance:           true,
+		LeaderImbalanceCheckInterval:  300 * time.Second,
+		Rand:                          r,
 	}
 }
 
@@ -72,6 +77,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("controller: default.replication.factor must be at least 1")
 	case c.NumPartitions < 1:
 		return fmt.Errorf("controller: num.partitions must be at least 1")
+	case c.UncleanLeaderElectionInterval <= 0:
+		return fmt.Errorf("controller: unclean.leader.election.interval.ms must be positive")
 	case c.LeaderImbalanceCheckInterval <= 0:
 		return fmt.Errorf("controller: leader.imbalance.check.interval.seconds must be positive")
 	case c.Rand == nil:

@@ -22,6 +22,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.HeartbeatInterval = 10 * time.Second }, "broker.heartbeat.interval.ms (10000)"},
 		{func(c *Config) { c.DefaultReplicationFactor = 0 }, "default.replication.factor"},
 		{func(c *Config) { c.NumPartitions = 0 }, "num.partitions"},
+		{func(c *Config) { c.UncleanLeaderElectionInterval = 0 }, "unclean.leader.election.interval.ms"},
 		{func(c *Config) { c.LeaderImbalanceCheckInterval = 0 }, "leader.imbalance.check.interval.seconds"},
 		{func(c *Config) { c.Rand = nil }, "random source"},
 	}
@@ -34,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	if d := DefaultConfig(1, r); d.SessionTimeout != 9*time.Second || d.HeartbeatInterval != 2*time.Second ||
-		d.UncleanLeaderElection || !d.AutoLeaderRebalance || d.LeaderImbalanceCheckInterval != 300*time.Second {
+		d.UncleanLeaderElection || !d.AutoLeaderRebalance || d.LeaderImbalanceCheckInterval != 300*time.Second || d.UncleanLeaderElectionInterval != 300*time.Second {
 		t.Fatalf("defaults %+v", d)
 	}
 }

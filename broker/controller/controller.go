@@ -25,9 +25,28 @@ const maxElectionsPerTick = 1000
 // No method does I/O, reads a clock or starts a goroutine; a Controller is
 // not safe for concurrent use.
 type Controller struct {
-	cfg           Config
-	sessions      map[int32]*session
-	nextRebalance time.Time
+	cfg       Config
+	sessions  map[int32]*session
+	rebalance periodic // preferred-leader elections
+	unclean   periodic // unclean elections of leaderless partitions
+}
+
+// periodic schedules a task of Tick as Kafka's controller schedules its
+// periodic tasks: first one interval after the controller's first Tick,
+// then every interval.
+type periodic struct{ next time.Time }
+
+// due reports whether the task runs at now, and if so schedules the next.
+func (p *periodic) due(now time.Time, every time.Duration) bool {
+	if p.next.IsZero() {
+		p.next = now.Add(every)
+		return false
+	}
+	if now.Before(p.next) {
+		return false
+	}
+	p.next = now.Add(every)
+	return true
 }
 
 // session is one broker's heartbeat state (Kafka's BrokerHeartbeatState).

@@ -152,6 +152,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := a.kv["rebalance"]; ok {
 			h.cfg.AutoLeaderRebalance = v == "true"
 		}
+		if v, ok := a.kv["unclean-interval-ms"]; ok {
+			ms, _ := strconv.Atoi(v)
+			h.cfg.UncleanLeaderElectionInterval = time.Duration(ms) * time.Millisecond
+		}
 		if v, ok := a.kv["rebalance-interval-ms"]; ok {
 			ms, _ := strconv.Atoi(v)
 			h.cfg.LeaderImbalanceCheckInterval = time.Duration(ms) * time.Millisecond

@@ -267,9 +267,9 @@ func (c *Controller) electOne(img *metadata.Image, topic string, index int32, ty
 	return rec, nil
 }
 
-// rebalance runs preferred elections for partitions not led by their
+// balance runs preferred elections for partitions not led by their
 // preferred replica, at most limit, as maybeBalancePartitionLeaders.
-func (c *Controller) rebalance(b *batch, limit int) (int, error) {
+func (c *Controller) balance(b *batch, limit int) (int, error) {
 	img := b.img
 	acceptable := func(r int32) bool { return active(img, r) }
 	var recs []metadata.Record

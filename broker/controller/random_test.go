@@ -38,6 +38,7 @@ func runRandom(t *testing.T, seed int64, steps int) {
 	h := newHarness(t)
 	rr := &randomRun{t: t, h: h, r: rand.New(rand.NewSource(seed)), lastEpochs: map[int32]int64{}}
 	h.cfg.LeaderImbalanceCheckInterval = 3 * time.Second
+	h.cfg.UncleanLeaderElectionInterval = 2 * time.Second
 	h.restart(t)
 	for step := range steps {
 		prev := h.img
