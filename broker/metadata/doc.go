@@ -5,9 +5,20 @@
 //
 // Records mirror Kafka's __cluster_metadata records (TopicRecord,
 // PartitionRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord,
-// FeatureLevelRecord) plus Cascade's ClusterIDRecord. Apply(img, records)
-// is pure (no I/O, clock or randomness), so the cluster issue can feed the
-// same records through a Raft log and get the same images.
+// FeatureLevelRecord, and for a cluster RegisterBrokerRecord,
+// UnregisterBrokerRecord, BrokerRegistrationChangeRecord and
+// PartitionChangeRecord) plus Cascade's ClusterIDRecord, each typed by
+// Kafka's MetadataRecordType number. Apply(img, records) is pure (no I/O,
+// clock or randomness), so a Raft log carrying the same records rebuilds
+// the same images; the image keeps broker registrations (Broker, Brokers)
+// and merges partition changes with Kafka's epoch rules.
+//
+// Planner turns topic operations (create with rack-aware placement,
+// create partitions, delete, config changes) into records, validated
+// against an image and a Cluster view. The single-node Store plans on
+// SingleNode and commits to its journal; package controller plans on the
+// image's Registrations and proposes to the quorum: one implementation of
+// Kafka's rules for both.
 //
 // Durability: one operation is one batch; the batch is encoded
 // (EncodeBatch) and appended to the Journal, which fsyncs before the store

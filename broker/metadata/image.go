@@ -22,7 +22,27 @@ type Image struct {
 	byID           map[UUID]*Topic
 	brokerConfigs  map[string]map[string]string
 	features       map[string]int16
+	brokers        map[int32]*BrokerRegistration
 }
+
+// BrokerRegistration is one registered broker of an Image (Kafka's
+// BrokerRegistration). Callers must not modify it.
+type BrokerRegistration struct {
+	ID            int32
+	IncarnationID UUID
+	// Epoch is the broker epoch the controller assigned at registration.
+	Epoch     int64
+	Endpoints []Endpoint
+	Features  []BrokerFeature
+	// Rack is "" when the broker has none.
+	Rack                 string
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// Active reports whether the broker may lead and join ISRs: unfenced and not
+// in controlled shutdown, as Kafka's ClusterControlManager.isActive.
+func (b *BrokerRegistration) Active() bool { return !b.Fenced && !b.InControlledShutdown }
 
 // Topic is one topic of an Image. Callers must not modify it.
 type Topic struct {
@@ -41,6 +61,17 @@ type Partition struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// LeaderRecoveryState is LeaderRecovering after an unclean election
+	// until the leader reports it recovered.
+	LeaderRecoveryState int8
+}
+
+// PreferredLeader returns the first replica, or NoLeader without replicas.
+func (p *Partition) PreferredLeader() int32 {
+	if len(p.Replicas) == 0 {
+		return NoLeader
+	}
+	return p.Replicas[0]
 }
 
 // ReplicationFactor returns the number of replicas of partition 0.
@@ -58,7 +89,23 @@ func Empty() *Image {
 		byID:          map[UUID]*Topic{},
 		brokerConfigs: map[string]map[string]string{},
 		features:      map[string]int16{},
+		brokers:       map[int32]*BrokerRegistration{},
 	}
+}
+
+// Broker returns the registration of broker id.
+func (img *Image) Broker(id int32) (*BrokerRegistration, bool) {
+	b, ok := img.brokers[id]
+	return b, ok
+}
+
+// Brokers returns every registered broker in id order.
+func (img *Image) Brokers() []*BrokerRegistration {
+	out := make([]*BrokerRegistration, 0, len(img.brokers))
+	for _, id := range slices.Sorted(maps.Keys(img.brokers)) {
+		out = append(out, img.brokers[id])
+	}
+	return out
 }
 
 // Topic returns the topic named name.
@@ -98,6 +145,9 @@ func (img *Image) Feature(name string) (int16, bool) {
 	return l, ok
 }
 
+// Features returns every finalized feature level. The map is the caller's.
+func (img *Image) Features() map[string]int16 { return maps.Clone(img.features) }
+
 // Apply returns the image after one batch of records. It is pure: no I/O,
 // no clock, no randomness, so replaying a log (or a Raft log) always
 // rebuilds the same image. A record that does not fit the image (a partition
@@ -106,7 +156,16 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 	next := *img
 	next.Offset++
 	// Copy-on-write: maps are cloned once per batch on first change.
-	var topicsCloned, configsCloned, featuresCloned bool
+	var topicsCloned, configsCloned, featuresCloned, brokersCloned bool
+	cloneBrokers := func() {
+		if !brokersCloned {
+			next.brokers = maps.Clone(next.brokers)
+			if next.brokers == nil {
+				next.brokers = map[int32]*BrokerRegistration{}
+			}
+			brokersCloned = true
+		}
+	}
 	cloneTopics := func() {
 		if !topicsCloned {
 			next.topics = maps.Clone(next.topics)
@@ -156,7 +215,8 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 				return nil, err
 			}
 			p := Partition{Partition: r.Partition, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
-				Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
+				Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
+				LeaderRecoveryState: r.LeaderRecoveryState}
 			switch {
 			case int(r.Partition) < len(t.Partitions) && r.Partition >= 0:
 				t.Partitions[r.Partition] = p
@@ -222,6 +282,59 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 				featuresCloned = true
 			}
 			next.features[r.Name] = r.Level
+		case PartitionChangeRecord:
+			t, err := mutable(r.TopicID)
+			if err != nil {
+				return nil, err
+			}
+			if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+				return nil, fmt.Errorf("metadata: change of topic %q partition %d of %d", t.Name, r.Partition, len(t.Partitions))
+			}
+			p, err := MergePartition(t.Partitions[r.Partition], r)
+			if err != nil {
+				return nil, fmt.Errorf("metadata: topic %q partition %d: %w", t.Name, r.Partition, err)
+			}
+			t.Partitions[r.Partition] = p
+		case RegisterBrokerRecord:
+			if r.BrokerID < 0 {
+				return nil, fmt.Errorf("metadata: registering broker id %d", r.BrokerID)
+			}
+			cloneBrokers()
+			next.brokers[r.BrokerID] = &BrokerRegistration{ID: r.BrokerID, IncarnationID: r.IncarnationID,
+				Epoch: r.BrokerEpoch, Endpoints: slices.Clone(r.Endpoints), Features: slices.Clone(r.Features),
+				Rack: r.Rack, Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown}
+		case UnregisterBrokerRecord:
+			// As ClusterControlManager.replay(UnregisterBrokerRecord).
+			b, ok := next.brokers[r.BrokerID]
+			if !ok || b.Epoch != r.BrokerEpoch {
+				return nil, fmt.Errorf("metadata: unregistering broker %d epoch %d, not registered at that epoch", r.BrokerID, r.BrokerEpoch)
+			}
+			cloneBrokers()
+			delete(next.brokers, r.BrokerID)
+		case BrokerRegistrationChangeRecord:
+			b, ok := next.brokers[r.BrokerID]
+			if !ok || b.Epoch != r.BrokerEpoch {
+				return nil, fmt.Errorf("metadata: registration change of broker %d epoch %d, not registered at that epoch", r.BrokerID, r.BrokerEpoch)
+			}
+			nb := *b
+			switch r.Fenced {
+			case Unfence:
+				nb.Fenced = false
+			case FenceBroker:
+				nb.Fenced = true
+			case FenceNone:
+			default:
+				return nil, fmt.Errorf("metadata: broker %d: fencing change %d", r.BrokerID, r.Fenced)
+			}
+			switch r.InControlledShutdown {
+			case 1:
+				nb.InControlledShutdown = true
+			case 0:
+			default:
+				return nil, fmt.Errorf("metadata: broker %d: controlled shutdown change %d", r.BrokerID, r.InControlledShutdown)
+			}
+			cloneBrokers()
+			next.brokers[r.BrokerID] = &nb
 		case ClusterIDRecord:
 			if next.ClusterID != "" && next.ClusterID != r.ClusterID {
 				return nil, fmt.Errorf("metadata: cluster id changes from %s to %s", next.ClusterID, r.ClusterID)
@@ -232,6 +345,44 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 		}
 	}
 	return &next, nil
+}
+
+// MergePartition applies a change as Kafka's PartitionRegistration.merge:
+// the partition epoch always grows, the leader epoch when the leader is
+// named (even the same leader, which is how Kafka fences a leader's old
+// requests). The result must keep the ISR within the replicas and the
+// leader among them.
+func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
+	if r.Replicas != nil {
+		p.Replicas = slices.Clone(r.Replicas)
+	}
+	if r.ISR != nil {
+		p.ISR = slices.Clone(r.ISR)
+	}
+	if r.Leader != NoLeaderChange {
+		if r.Leader < NoLeader {
+			return p, fmt.Errorf("leader %d", r.Leader)
+		}
+		p.Leader = r.Leader
+		p.LeaderEpoch++
+	}
+	switch r.LeaderRecoveryState {
+	case LeaderRecoveryNoChange:
+	case LeaderRecovered, LeaderRecovering:
+		p.LeaderRecoveryState = r.LeaderRecoveryState
+	default:
+		return p, fmt.Errorf("leader recovery state %d", r.LeaderRecoveryState)
+	}
+	p.PartitionEpoch++
+	for _, id := range p.ISR {
+		if !slices.Contains(p.Replicas, id) {
+			return p, fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
+		}
+	}
+	if p.Leader != NoLeader && !slices.Contains(p.Replicas, p.Leader) {
+		return p, fmt.Errorf("leader %d not among replicas %v", p.Leader, p.Replicas)
+	}
+	return p, nil
 }
 
 func setOrDelete(m map[string]string, k string, v *string) {
@@ -256,6 +407,11 @@ func (img *Image) Records() []Record {
 	if img.NextProducerID > 0 {
 		recs = append(recs, ProducerIDsRecord{BrokerID: -1, NextProducerID: img.NextProducerID})
 	}
+	for _, b := range img.Brokers() {
+		recs = append(recs, RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
+			Endpoints: b.Endpoints, Features: b.Features, Rack: b.Rack, Fenced: b.Fenced,
+			InControlledShutdown: b.InControlledShutdown})
+	}
 	for _, res := range slices.Sorted(maps.Keys(img.brokerConfigs)) {
 		m := img.brokerConfigs[res]
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -267,7 +423,8 @@ func (img *Image) Records() []Record {
 		recs = append(recs, TopicRecord{Name: t.Name, ID: t.ID})
 		for _, p := range t.Partitions {
 			recs = append(recs, PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
-				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				LeaderRecoveryState: p.LeaderRecoveryState})
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
 			v := t.Configs[k]

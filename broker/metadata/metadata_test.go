@@ -62,6 +62,10 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add(EncodeBatch([]Record{TopicRecord{Name: "t", ID: UUID{1}}, PartitionRecord{TopicID: UUID{1}, Replicas: []int32{1, 2}}}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{1, typePartition, 0, 40})
+	f.Add(EncodeBatch(clusterRecords))
+	for _, rec := range clusterRecords {
+		f.Add(EncodeBatch([]Record{rec}))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := DecodeBatch(b)
 		if err != nil {

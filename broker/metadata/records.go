@@ -69,6 +69,8 @@ type PartitionRecord struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// LeaderRecoveryState is LeaderRecovered or LeaderRecovering.
+	LeaderRecoveryState int8
 }
 
 // ConfigRecord sets (Value non-nil) or deletes (Value nil) one config of a
@@ -123,9 +125,15 @@ func (ProducerIDsRecord) recordType() uint8  { return typeProducerIDs }
 func (FeatureLevelRecord) recordType() uint8 { return typeFeatureLevel }
 func (ClusterIDRecord) recordType() uint8    { return typeClusterID }
 
-// recordVersion is the encoding version of every record type; a decoder
-// refuses versions it does not know.
+// recordVersion is the encoding version of every record type but
+// PartitionRecord; a decoder refuses versions it does not know.
 const recordVersion = 0
+
+// partitionRecordV1 is the PartitionRecord version that adds
+// LeaderRecoveryState. A record is written at the lowest version that holds
+// its values, so a log without unclean elections stays readable by a
+// binary that knows only version 0.
+const partitionRecordV1 = 1
 
 // ErrCorruptRecord is returned when a batch that passed its checksum does
 // not decode: a bug or a newer format, never a torn write.
@@ -138,6 +146,7 @@ func EncodeBatch(recs []Record) []byte {
 	w.uvarint(uint64(len(recs)))
 	for _, r := range recs {
 		var body writer
+		ver := uint8(recordVersion)
 		switch r := r.(type) {
 		case TopicRecord:
 			body.str(r.Name)
@@ -150,6 +159,10 @@ func EncodeBatch(recs []Record) []byte {
 			body.varint(int64(r.Leader))
 			body.varint(int64(r.LeaderEpoch))
 			body.varint(int64(r.PartitionEpoch))
+			if r.LeaderRecoveryState != LeaderRecovered {
+				ver = partitionRecordV1
+				body.varint(int64(r.LeaderRecoveryState))
+			}
 		case ConfigRecord:
 			body.varint(int64(r.ResourceType))
 			body.str(r.ResourceName)
@@ -172,9 +185,11 @@ func EncodeBatch(recs []Record) []byte {
 		case ClusterIDRecord:
 			body.str(r.ClusterID)
 		default:
-			panic(fmt.Sprintf("metadata: cannot encode %T", r))
+			if !encodeCluster(&body, r) {
+				panic(fmt.Sprintf("metadata: cannot encode %T", r))
+			}
 		}
-		w.b = append(w.b, r.recordType(), recordVersion)
+		w.b = append(w.b, r.recordType(), ver)
 		w.uvarint(uint64(len(body.b)))
 		w.b = append(w.b, body.b...)
 	}
@@ -197,7 +212,7 @@ func DecodeBatch(b []byte) ([]Record, error) {
 		}
 		typ, ver := rd.b[0], rd.b[1]
 		rd.b = rd.b[2:]
-		if ver != recordVersion {
+		if ver != recordVersion && !(typ == typePartition && ver == partitionRecordV1) {
 			return nil, fmt.Errorf("%w: record type %d version %d", ErrCorruptRecord, typ, ver)
 		}
 		size := rd.uvarint()
@@ -219,6 +234,9 @@ func DecodeBatch(b []byte) ([]Record, error) {
 			p.Leader = body.int32()
 			p.LeaderEpoch = body.int32()
 			p.PartitionEpoch = body.int32()
+			if ver == partitionRecordV1 {
+				p.LeaderRecoveryState = body.int8()
+			}
 			rec = p
 		case typeConfig:
 			var c ConfigRecord
@@ -239,7 +257,10 @@ func DecodeBatch(b []byte) ([]Record, error) {
 		case typeClusterID:
 			rec = ClusterIDRecord{ClusterID: body.str()}
 		default:
-			return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, typ)
+			var ok bool
+			if rec, ok = decodeCluster(typ, &body); !ok {
+				return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, typ)
+			}
 		}
 		if body.err != nil || len(body.b) != 0 {
 			return nil, fmt.Errorf("%w: record type %d: malformed body", ErrCorruptRecord, typ)
@@ -298,13 +319,16 @@ func (r *reader) varint() int64 {
 	return v
 }
 
-func (r *reader) int32() int32 {
+func (r *reader) int32() int32 { return int32(r.signed(32)) }
+
+// signed reads a varint that must fit in a signed integer of bits bits.
+func (r *reader) signed(bits uint) int64 {
 	v := r.varint()
-	if v < -1<<31 || v > 1<<31-1 {
+	if lim := int64(1) << (bits - 1); v < -lim || v >= lim {
 		r.fail()
 		return 0
 	}
-	return int32(v)
+	return v
 }
 
 func (r *reader) byte1() byte {

@@ -1,12 +1,13 @@
 package metadata
 
 import (
-	"crypto/rand"
+	cryptorand "crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand"
 	"sync"
 	"sync/atomic"
 
@@ -61,6 +62,8 @@ type Store struct {
 	nextID int
 	closed bool
 
+	placement *rand.Rand // replica placement; one node makes it moot, but Place needs one
+
 	pidMu            sync.Mutex
 	pidNext, pidStop int64 // the unused rest of the current block
 }
@@ -92,7 +95,7 @@ func New(j Journal, opts Options) (*Store, error) {
 		opts.Broker = config.Default()
 	}
 	if opts.Rand == nil {
-		opts.Rand = rand.Reader
+		opts.Rand = cryptorand.Reader
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -115,7 +118,8 @@ func New(j Journal, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, journal: j, subs: map[int]func(prev, next *Image){}}
+	s := &Store{opts: opts, journal: j, subs: map[int]func(prev, next *Image){},
+		placement: rand.New(rand.NewSource(1))}
 	s.img.Store(img)
 	want := opts.Broker.ClusterID
 	switch {
@@ -164,6 +168,14 @@ func (s *Store) maybeCompact(batches int) error {
 		return fmt.Errorf("metadata: compacting: %w", err)
 	}
 	return nil
+}
+
+// planner plans operations on this single-node cluster. Called with s.mu
+// held, which also serialises use of s.placement.
+func (s *Store) planner() *Planner {
+	b := s.opts.Broker
+	return &Planner{Broker: b, NumPartitions: b.NumPartitions, ReplicationFactor: b.DefaultReplicationFactor,
+		Cluster: SingleNode(b.NodeID), IDs: s.opts.Rand, Placement: s.placement}
 }
 
 // Image returns the latest committed image.

@@ -1,0 +1,221 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cascade-kafka/cascade/broker/metadata"
+)
+
+// TestRandomOperations drives the controller with seeded random operations
+// from five brokers (registrations, heartbeats with every flag, ticks,
+// BrokerGone, topic changes, AlterPartition, elections, producer ids,
+// controller restarts) and checks the cluster's invariants after every
+// step. A failure names its seed and step, which replay exactly.
+func TestRandomOperations(t *testing.T) {
+	seeds, steps := 30, 400
+	if testing.Short() {
+		seeds = 5
+	}
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runRandom(t, seed, steps) })
+	}
+}
+
+type randomRun struct {
+	t          *testing.T
+	h          *harness
+	r          *rand.Rand
+	pids       []ProducerIDBlock
+	lastEpochs map[int32]int64
+}
+
+func runRandom(t *testing.T, seed int64, steps int) {
+	h := newHarness(t)
+	rr := &randomRun{t: t, h: h, r: rand.New(rand.NewSource(seed)), lastEpochs: map[int32]int64{}}
+	h.cfg.LeaderImbalanceCheckInterval = 3 * time.Second
+	h.cfg.UncleanLeaderElectionInterval = 2 * time.Second
+	h.restart(t)
+	for step := range steps {
+		prev := h.img
+		op, recs, err := rr.step()
+		var kerr *metadata.Error
+		if err != nil && !errors.As(err, &kerr) {
+			t.Fatalf("seed %d step %d %s: %v", seed, step, op, err)
+		}
+		next, aerr := metadata.Apply(prev, recs)
+		if aerr != nil {
+			t.Fatalf("seed %d step %d %s: records do not apply: %v", seed, step, op, aerr)
+		}
+		h.img = next
+		if msg := checkInvariants(prev, next); msg != "" {
+			t.Fatalf("seed %d step %d %s: %s\nrecords: %+v", seed, step, op, msg, recs)
+		}
+		for _, rec := range recs {
+			if rb, ok := rec.(metadata.RegisterBrokerRecord); ok {
+				if rb.BrokerEpoch < rr.lastEpochs[rb.BrokerID] {
+					t.Fatalf("seed %d step %d: broker %d epoch went back from %d to %d", seed, step, rb.BrokerID, rr.lastEpochs[rb.BrokerID], rb.BrokerEpoch)
+				}
+				rr.lastEpochs[rb.BrokerID] = rb.BrokerEpoch
+			}
+		}
+	}
+	for i, a := range rr.pids {
+		for _, b := range rr.pids[i+1:] {
+			if a.First < b.First+int64(b.Size) && b.First < a.First+int64(a.Size) {
+				t.Fatalf("seed %d: producer id blocks %+v and %+v overlap", seed, a, b)
+			}
+		}
+	}
+}
+
+var randomTopics = []string{"a", "b", "c"}
+
+// step runs one random operation.
+func (rr *randomRun) step() (string, []metadata.Record, error) {
+	h, r := rr.h, rr.r
+	id := int32(1 + r.Intn(5))
+	next := h.img.Offset + 1
+	switch n := r.Intn(100); {
+	case n < 10:
+		req := RegisterBrokerRequest{BrokerID: id, ClusterID: testClusterID, IncarnationID: incarnation(int64(id), int64(1+r.Intn(2))),
+			Rack:     string(rune('a' + r.Intn(3))),
+			Features: []metadata.BrokerFeature{{Name: "metadata.version", MinSupportedVersion: 1, MaxSupportedVersion: metadata.MetadataVersion}}}
+		recs, _, err := h.c.RegisterBroker(h.img, h.now, next, req)
+		return fmt.Sprintf("register %d", id), recs, err
+	case n < 45:
+		req := HeartbeatRequest{BrokerID: id, BrokerEpoch: h.epoch(id), CurrentMetadataOffset: h.img.Offset - int64(r.Intn(2)),
+			WantFence: r.Intn(30) == 0, WantShutDown: r.Intn(30) == 0}
+		recs, _, err := h.c.BrokerHeartbeat(h.img, h.now, next, req)
+		return fmt.Sprintf("heartbeat %+v", req), recs, err
+	case n < 60:
+		h.now = h.now.Add(time.Duration(r.Intn(4000)) * time.Millisecond)
+		recs, _, err := h.c.Tick(h.img, h.now)
+		return "tick", recs, err
+	case n < 63:
+		recs, err := h.c.BrokerGone(h.img, id, -1)
+		return fmt.Sprintf("gone %d", id), recs, err
+	case n < 70:
+		name := randomTopics[r.Intn(len(randomTopics))]
+		req := metadata.CreateTopic{Name: name, NumPartitions: int32(1 + r.Intn(3)), ReplicationFactor: int16(1 + r.Intn(3))}
+		if r.Intn(2) == 0 {
+			v := "true"
+			req.Configs = map[string]*string{"unclean.leader.election.enable": &v}
+		}
+		recs, _, err := h.c.CreateTopics(h.img, []metadata.CreateTopic{req}, false)
+		return "create " + name, recs, err
+	case n < 72:
+		name := randomTopics[r.Intn(len(randomTopics))]
+		recs, _, err := h.c.DeleteTopics(h.img, []metadata.DeleteTopic{{Name: name}})
+		return "delete " + name, recs, err
+	case n < 75:
+		name := randomTopics[r.Intn(len(randomTopics))]
+		recs, _, err := h.c.CreatePartitions(h.img, []metadata.CreatePartitions{{Name: name, Count: int32(1 + r.Intn(5))}}, false)
+		return "create-partitions " + name, recs, err
+	case n < 90:
+		return rr.alterPartition()
+	case n < 94:
+		typ := int8(r.Intn(2))
+		recs, _, err := h.c.ElectLeaders(h.img, typ, nil)
+		return fmt.Sprintf("elect %d", typ), recs, err
+	case n < 97:
+		recs, blk, err := h.c.AllocateProducerIDs(h.img, id, h.epoch(id))
+		if err == nil {
+			rr.pids = append(rr.pids, blk)
+		}
+		return fmt.Sprintf("alloc-pids %d", id), recs, err
+	case n < 98:
+		recs, err := h.c.UnregisterBroker(h.img, id)
+		return fmt.Sprintf("unregister %d", id), recs, err
+	default:
+		h.restart(rr.t)
+		return "restart", nil, nil
+	}
+}
+
+// alterPartition sends a leader's AlterPartition for a random partition
+// with a random ISR holding the leader, mostly at the current epochs.
+func (rr *randomRun) alterPartition() (string, []metadata.Record, error) {
+	h, r := rr.h, rr.r
+	topics := h.img.Topics()
+	if len(topics) == 0 {
+		return "alter-partition (no topics)", nil, nil
+	}
+	tp := topics[r.Intn(len(topics))]
+	index := int32(r.Intn(len(tp.Partitions)))
+	p := tp.Partitions[index]
+	leader := p.Leader
+	if leader < 0 {
+		leader = p.Replicas[0]
+	}
+	isr := []BrokerState{{BrokerID: leader, BrokerEpoch: h.epoch(leader)}}
+	for _, rep := range p.Replicas {
+		if rep != leader && r.Intn(2) == 0 {
+			isr = append(isr, BrokerState{BrokerID: rep, BrokerEpoch: h.epoch(rep)})
+		}
+	}
+	pd := AlterPartitionData{Partition: index, LeaderEpoch: p.LeaderEpoch - int32(r.Intn(2)), PartitionEpoch: p.PartitionEpoch,
+		NewISR: isr, LeaderRecoveryState: metadata.LeaderRecovered}
+	if p.LeaderRecoveryState == metadata.LeaderRecovering && r.Intn(2) == 0 {
+		pd.LeaderRecoveryState, pd.NewISR = metadata.LeaderRecovering, isr[:1]
+	}
+	recs, _, err := h.c.AlterPartition(h.img, AlterPartitionRequest{BrokerID: leader, BrokerEpoch: h.epoch(leader),
+		Topics: []AlterPartitionTopic{{TopicID: tp.ID, Partitions: []AlterPartitionData{pd}}}})
+	return fmt.Sprintf("alter-partition %s/%d %+v", tp.Name, index, pd), recs, err
+}
+
+// checkInvariants checks next, and its changes from prev, as the Kafka
+// replication protocol requires.
+func checkInvariants(prev, next *metadata.Image) string {
+	for _, t := range next.Topics() {
+		old, existed := prev.TopicByID(t.ID)
+		for i, p := range t.Partitions {
+			name := fmt.Sprintf("%s/%d", t.Name, i)
+			if len(p.ISR) == 0 {
+				return name + ": empty ISR"
+			}
+			if len(slices.Compact(slices.Sorted(slices.Values(p.Replicas)))) != len(p.Replicas) {
+				return fmt.Sprintf("%s: replicas %v repeat a broker", name, p.Replicas)
+			}
+			for _, m := range p.ISR {
+				if !slices.Contains(p.Replicas, m) {
+					return fmt.Sprintf("%s: ISR %v not within replicas %v", name, p.ISR, p.Replicas)
+				}
+			}
+			if p.Leader != metadata.NoLeader {
+				if !slices.Contains(p.ISR, p.Leader) {
+					return fmt.Sprintf("%s: leader %d not in ISR %v", name, p.Leader, p.ISR)
+				}
+				// Fencing and shutdown remove a broker from every ISR it
+				// does not hold alone, and only active brokers join one.
+				for _, m := range p.ISR {
+					if !active(next, m) {
+						return fmt.Sprintf("%s: leader %d or ISR member %d is fenced or shutting down (ISR %v)", name, p.Leader, m, p.ISR)
+					}
+				}
+			} else if slices.ContainsFunc(p.ISR, func(m int32) bool { return active(next, m) }) {
+				return fmt.Sprintf("%s: leaderless with an eligible ISR %v", name, p.ISR)
+			}
+			if !existed || i >= len(old.Partitions) {
+				continue
+			}
+			q := old.Partitions[i]
+			if p.LeaderEpoch < q.LeaderEpoch || p.PartitionEpoch < q.PartitionEpoch {
+				return fmt.Sprintf("%s: epochs went back: %+v -> %+v", name, q, p)
+			}
+			if p.Leader != q.Leader && p.LeaderEpoch <= q.LeaderEpoch {
+				return fmt.Sprintf("%s: leader changed %d -> %d without a leader epoch bump", name, q.Leader, p.Leader)
+			}
+			changed := p.Leader != q.Leader || !slices.Equal(p.ISR, q.ISR) || !slices.Equal(p.Replicas, q.Replicas) ||
+				p.LeaderRecoveryState != q.LeaderRecoveryState
+			if changed && p.PartitionEpoch <= q.PartitionEpoch {
+				return fmt.Sprintf("%s: changed without a partition epoch bump: %+v -> %+v", name, q, p)
+			}
+		}
+	}
+	return ""
+}
