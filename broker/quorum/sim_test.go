@@ -110,6 +110,11 @@ type sim struct {
 	proposed  int
 	snapsSent int
 	err       error
+	// onReady, when set, sees every batch after Ready made it durable and
+	// before its messages leave or its entries are applied.
+	onReady func(n *simNode, b Batch)
+	// syncHook, when set, replaces fsync for nodes started afterwards.
+	syncHook func(n *simNode, f *os.File) error
 }
 
 // simStepsPerTick is how many message-delivery rounds a tick spans, so
@@ -117,6 +122,11 @@ type sim struct {
 const simStepsPerTick = 4
 
 func newSim(tb testing.TB, seed int64, n int, dir string) *sim {
+	return newSimWith(tb, seed, n, dir, nil)
+}
+
+// newSimWith is newSim with setup run before the nodes start.
+func newSimWith(tb testing.TB, seed int64, n int, dir string, setup func(*sim)) *sim {
 	s := &sim{
 		tb: tb, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
 		nodes: map[uint64]*simNode{}, down: map[uint64]*simNode{},
@@ -127,6 +137,9 @@ func newSim(tb testing.TB, seed int64, n int, dir string) *sim {
 	for i := 1; i <= n; i++ {
 		s.ids = append(s.ids, uint64(i))
 		voters[uint64(i)] = fmt.Sprintf("node-%d", i)
+	}
+	if setup != nil {
+		setup(s)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, id := range s.ids {
@@ -159,6 +172,9 @@ func (s *sim) start(n *simNode) {
 	}
 	// Crashes here lose no page cache, so fsync adds only time.
 	st.sync = func(*os.File) error { return nil }
+	if s.syncHook != nil {
+		st.sync = func(f *os.File) error { return s.syncHook(n, f) }
+	}
 	n.app = &memApp{}
 	if n.core, err = newCore(cfg, n.app, st); err != nil {
 		s.fail("start %d: %v", n.id, err)
@@ -265,6 +281,9 @@ func (s *sim) process(n *simNode) {
 		}
 		if !ok {
 			return
+		}
+		if s.onReady != nil {
+			s.onReady(n, b)
 		}
 		for _, m := range b.Messages {
 			if m.GetType() == pb.MsgSnap {
