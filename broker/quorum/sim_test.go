@@ -113,6 +113,13 @@ type sim struct {
 	// onReady, when set, sees every batch after Ready made it durable and
 	// before its messages leave or its entries are applied.
 	onReady func(n *simNode, b Batch)
+	// events, when trace is set, records leader changes, restores and
+	// applied entries, for the scripted tests.
+	trace  bool
+	events []string
+	// snapEntries and retain configure snapshots (SnapshotEntries and
+	// RetainEntries) of the nodes.
+	snapEntries, retain uint64
 	// syncHook, when set, replaces fsync for nodes started afterwards.
 	syncHook func(n *simNode, f *os.File) error
 }
@@ -131,7 +138,7 @@ func newSimWith(tb testing.TB, seed int64, n int, dir string, setup func(*sim)) 
 		tb: tb, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
 		nodes: map[uint64]*simNode{}, down: map[uint64]*simNode{},
 		cut: map[[2]uint64]bool{}, leaders: map[uint64]uint64{}, committed: map[uint64]Entry{},
-		maxDelay: 1,
+		maxDelay: 1, snapEntries: 20, retain: 3,
 	}
 	voters := map[uint64]string{}
 	for i := 1; i <= n; i++ {
@@ -146,7 +153,7 @@ func newSimWith(tb testing.TB, seed int64, n int, dir string, setup func(*sim)) 
 		cfg := Config{
 			NodeID: id, Voters: voters, Dir: filepath.Join(dir, fmt.Sprint(id)), ClusterID: "sim",
 			Timing:          Timing{TickInterval: time.Millisecond, ElectionTick: 10, HeartbeatTick: 1},
-			SnapshotEntries: 20, RetainEntries: 3, Logger: logger,
+			SnapshotEntries: s.snapEntries, RetainEntries: s.retain, Logger: logger,
 		}
 		s.start(&simNode{id: id, cfg: cfg})
 	}
@@ -303,6 +310,9 @@ func (s *sim) process(n *simNode) {
 			s.fail("node %d advance: %v", n.id, err)
 			return
 		}
+		if s.trace {
+			s.traceBatch(n, b)
+		}
 		if b.Restore != nil {
 			for _, e := range n.app.entries {
 				s.checkCommitted(n.id, e)
@@ -409,5 +419,23 @@ func (s *sim) checkPrefixes() {
 				return
 			}
 		}
+	}
+}
+
+func (s *sim) traceBatch(n *simNode, b Batch) {
+	if b.LeaderChanged {
+		s.events = append(s.events, fmt.Sprintf("%d: term %d leader %d", n.id, b.Term, b.Leader))
+	}
+	if b.Restore != nil {
+		s.events = append(s.events, fmt.Sprintf("%d: restore snapshot %d@%d (%d entries)", n.id, b.Restore.Index, b.Restore.Term, len(n.app.entries)))
+	}
+	for _, e := range b.Committed {
+		s.events = append(s.events, fmt.Sprintf("%d: apply %d@%d %s", n.id, e.Index, e.Term, e.Data))
+	}
+	for _, p := range b.Placed {
+		s.events = append(s.events, fmt.Sprintf("%d: placed %d at %d@%d", n.id, p.ID, p.Index, p.Term))
+	}
+	for _, id := range b.Dropped {
+		s.events = append(s.events, fmt.Sprintf("%d: dropped %d", n.id, id))
 	}
 }
