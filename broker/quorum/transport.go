@@ -252,13 +252,18 @@ func (p *peerConn) write(conn net.Conn) error {
 			p.t.failed(p.id, m)
 			return err
 		}
-		if len(p.q) == 0 || w.Buffered() > 32<<10 {
+		// A snapshot is flushed at once: raft waits for its report.
+		snap := m.GetType() == pb.MsgSnap
+		if snap || len(p.q) == 0 || w.Buffered() > 32<<10 {
 			if err := w.Flush(); err != nil {
 				p.t.failed(p.id, m)
 				return err
 			}
 		}
-		if m.GetType() == pb.MsgSnap && w.Buffered() == 0 {
+		if snap {
+			// As raftexample: written to the connection counts as sent;
+			// if it was lost after all, the follower's rejection of the
+			// next append sends raft back to probing.
 			if to := p.t.peer(); to != nil {
 				to.ReportSnapshot(p.id, true)
 			}
