@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 )
 
@@ -69,6 +68,12 @@ func RealTicker(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
+// MaxEntryBytes bounds the data of one proposal, as Kafka's
+// KafkaRaftClient bounds a metadata batch (MAX_BATCH_SIZE_BYTES, 8 MiB).
+// It stays well under DefaultMaxFrameBytes so that every entry fits in a
+// frame: an entry no frame could carry would stall replication for good.
+const MaxEntryBytes = 8 << 20
+
 // Config configures one quorum member.
 type Config struct {
 	// NodeID is Kafka's node.id; it is the raft id and must be a voter.
@@ -90,8 +95,7 @@ type Config struct {
 	SnapshotEntries uint64
 	// RetainEntries is how many entries before a snapshot stay in the log
 	// for followers that are only slightly behind; zero means
-	// SnapshotEntries/10. Negative retention is not expressible: use 1 for
-	// tests that want followers caught up by snapshot.
+	// SnapshotEntries/10.
 	RetainEntries uint64
 	// MaxSizePerMsg bounds the entries in one append message; zero means
 	// 1 MiB.
@@ -103,8 +107,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Ticker drives the run loop; nil means RealTicker. Core ignores it.
 	Ticker Ticker
-	// Rand jitters reconnection backoff; nil means a random seed.
-	Rand *rand.Rand
 }
 
 // withDefaults validates c and fills in its defaults.
@@ -154,9 +156,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Ticker == nil {
 		c.Ticker = RealTicker
-	}
-	if c.Rand == nil {
-		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	return c, nil
 }

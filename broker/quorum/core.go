@@ -23,6 +23,13 @@ var ErrLeadershipLost = errors.New("quorum: leadership lost before the entry com
 // non-empty entries to the application.
 var ErrEmptyEntry = errors.New("quorum: empty entry")
 
+// ErrEntryTooLarge is returned for a proposal above MaxEntryBytes.
+var ErrEntryTooLarge = errors.New("quorum: entry too large")
+
+// ErrBusy is returned when the leader drops a proposal: it holds too many
+// uncommitted bytes already, or is handing its leadership over.
+var ErrBusy = errors.New("quorum: leader busy, proposal dropped")
+
 // NotLeaderError names the leader a node knows of (0 when none).
 type NotLeaderError struct {
 	Leader uint64
@@ -205,13 +212,19 @@ func (c *Core) Propose(data []byte) (uint64, error) {
 	if len(data) == 0 {
 		return 0, ErrEmptyEntry
 	}
+	if len(data) > MaxEntryBytes {
+		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrEntryTooLarge, len(data), MaxEntryBytes)
+	}
 	st := c.rn.BasicStatus()
 	if st.RaftState != raft.StateLeader {
 		return 0, &NotLeaderError{Leader: st.Lead, Term: st.GetTerm()}
 	}
 	if err := c.rn.Propose(data); err != nil {
 		if errors.Is(err, raft.ErrProposalDropped) {
-			return 0, &NotLeaderError{Leader: c.rn.BasicStatus().Lead, Term: st.GetTerm()}
+			if now := c.rn.BasicStatus(); now.RaftState != raft.StateLeader {
+				return 0, &NotLeaderError{Leader: now.Lead, Term: now.GetTerm()}
+			}
+			return 0, ErrBusy
 		}
 		return 0, err
 	}

@@ -29,6 +29,11 @@ const ClientID = "cascade-raft"
 // anything is allocated for it.
 const DefaultMaxFrameBytes = 32 << 20
 
+// minFrameBytes is the smallest frame bound a transport accepts: one
+// entry of MaxEntryBytes plus a default append's worth (MaxSizePerMsg) and
+// headers.
+const minFrameBytes = MaxEntryBytes + 2<<20
+
 // maxClusterIDLen bounds the cluster id a frame carries.
 const maxClusterIDLen = 255
 

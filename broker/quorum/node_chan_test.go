@@ -162,6 +162,9 @@ func TestNodeProposeOutcomes(t *testing.T) {
 	if _, err := leader.Propose(context.Background(), nil); !errors.Is(err, ErrEmptyEntry) {
 		t.Fatalf("empty proposal: %v", err)
 	}
+	if _, err := leader.Propose(context.Background(), make([]byte, MaxEntryBytes+1)); !errors.Is(err, ErrEntryTooLarge) {
+		t.Fatalf("oversized proposal: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := leader.Propose(ctx, []byte("c")); !errors.Is(err, context.Canceled) {

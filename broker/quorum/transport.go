@@ -41,7 +41,8 @@ type TransportConfig struct {
 	Voters    map[uint64]string // voter id -> controller-listener address
 	ClusterID string
 	// MaxFrameBytes bounds a frame either way; zero means
-	// DefaultMaxFrameBytes.
+	// DefaultMaxFrameBytes. A snapshot message carries the whole snapshot,
+	// so the bound also bounds the snapshot a follower can be sent.
 	MaxFrameBytes int
 	// QueueLen bounds the messages waiting for one peer; zero means 1024.
 	QueueLen int
@@ -84,6 +85,11 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 	}
 	if cfg.MaxFrameBytes == 0 {
 		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.MaxFrameBytes < minFrameBytes {
+		// A frame bound below the largest append would stall
+		// replication of a large entry forever.
+		return nil, fmt.Errorf("quorum: max frame bytes %d below %d (an entry of MaxEntryBytes and an append's worth of others)", cfg.MaxFrameBytes, minFrameBytes)
 	}
 	if cfg.QueueLen == 0 {
 		cfg.QueueLen = 1024

@@ -100,7 +100,7 @@ func wantClosed(t *testing.T, done <-chan error, want error) {
 
 func TestServeConnAcceptsAndRefuses(t *testing.T) {
 	voters := map[uint64]string{1: "127.0.0.1:1", 2: "127.0.0.1:2"}
-	tr, rec := testTransport(t, 1, voters, 1024)
+	tr, rec := testTransport(t, 1, voters, 0)
 
 	conn, done := serveRaw(tr)
 	go conn.Write(frameOf(t, "c1", heartbeat(2, 1)))
@@ -155,6 +155,13 @@ func TestServeConnAcceptsAndRefuses(t *testing.T) {
 	}
 }
 
+func TestTransportRefusesSmallFrameBound(t *testing.T) {
+	_, err := NewTCPTransport(TransportConfig{NodeID: 1, Voters: map[uint64]string{1: "a"}, ClusterID: "c", MaxFrameBytes: MaxEntryBytes})
+	if err == nil {
+		t.Fatal("accepted a frame bound no larger than an entry")
+	}
+}
+
 func TestReadFrameAllocatesWhatArrives(t *testing.T) {
 	// A size at the bound with few bytes behind it costs those bytes only.
 	hdr := make([]byte, 4)
@@ -181,7 +188,7 @@ func TestSendDropsWhenQueueFull(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	tr, rec := testTransport(t, 1, map[uint64]string{1: "127.0.0.1:1", 2: addr}, 1024)
+	tr, rec := testTransport(t, 1, map[uint64]string{1: "127.0.0.1:1", 2: addr}, 0)
 	done := make(chan struct{})
 	go func() {
 		for range 100 {
@@ -220,8 +227,8 @@ func TestTransportDelivers(t *testing.T) {
 	ln1, _ := net.Listen("tcp", "127.0.0.1:0")
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
 	voters := map[uint64]string{1: ln1.Addr().String(), 2: ln2.Addr().String()}
-	tr1, _ := testTransport(t, 1, voters, 1<<20)
-	tr2, rec2 := testTransport(t, 2, voters, 1<<20)
+	tr1, _ := testTransport(t, 1, voters, 0)
+	tr2, rec2 := testTransport(t, 2, voters, 0)
 	go tr1.Serve(ln1)
 	go tr2.Serve(ln2)
 	snap := &pb.Message{Type: pb.MsgSnap.Enum(), From: new(uint64(1)), To: new(uint64(2)), Term: new(uint64(1)),
