@@ -67,10 +67,24 @@ func runScenario(t *testing.T, seed int64, n int) (s *sim) {
 		ids := append([]uint64(nil), s.ids...)
 		s.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 		switch s.rng.IntN(7) {
-		case 0: // minority cut off
+		case 0: // a minority cut off from the majority
 			s.partition(ids[:minority], ids[minority:])
-		case 1: // majority split into a majority-less group and the rest: no group but one has a quorum
-			s.partition(ids[:minority+1], ids[minority+1:])
+		case 1: // split three ways: no group has a quorum, so nothing proposed now may commit
+			a, b := ids[:minority], ids[minority:minority+(n-minority)/2]
+			c := ids[len(a)+len(b):]
+			s.partition(a, b)
+			s.partition(a, c)
+			s.partition(b, c)
+			// Entries proposed before may still commit (a majority may
+			// hold them already); entries proposed during the split may not.
+			proposedBefore := s.proposed
+			s.run(30, 0.2)
+			for _, e := range s.committed {
+				var v int
+				if _, err := fmt.Sscanf(string(e.Data), "v%d", &v); err != nil || v > proposedBefore {
+					s.fail("entry %d %q committed with no quorum anywhere (%v | %v | %v)", e.Index, e.Data, a, b, c)
+				}
+			}
 		case 2: // leader isolated
 			if l, ok := s.leader(); ok {
 				s.partition([]uint64{l}, without(s.ids, l))
