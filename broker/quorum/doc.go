@@ -21,9 +21,13 @@
 //     sends the messages, and calls Advance (apply to the Application,
 //     snapshot every SnapshotEntries). The simulation tests drive it.
 //   - Node: the I/O shell. Open(cfg, app, transport) starts one run loop
-//     goroutine; Propose(ctx, data) returns the committed index or
-//     ErrNotLeader (with the leader known) or ErrLeadershipLost; Leader()
-//     and LeaderChanged() follow elections; Close stops it.
+//     goroutine; Propose(ctx, data) returns the index once the entry is
+//     committed and applied locally, or a *NotLeaderError (errors.Is
+//     ErrNotLeader, naming the leader known), ErrLeadershipLost (outcome
+//     unknown, as Kafka's NOT_CONTROLLER after a failover), ErrBusy,
+//     ErrEntryTooLarge, ErrEmptyEntry, ctx.Err() or ErrStopped; Leader()
+//     and LeaderChanged() follow elections; Close stops it. The
+//     Application's Restore, Apply and Snapshot run on the loop goroutine.
 //   - TCPTransport: one persistent outbound connection per peer with a
 //     bounded, dropping queue; inbound frames are Kafka-style requests
 //     with the private api key APIKey, so the controller listener can
@@ -32,6 +36,13 @@
 // The voter set is static, from controller.quorum.voters; PreVote and
 // CheckQuorum are on. TimingFromKafka maps Kafka's quorum timeouts to
 // ticks.
+//
+// Tests: the simulation (sim_test.go, sim_scenario_test.go) runs seeded
+// clusters of Cores with real files and a power-loss crash model; a
+// failing seed prints the -quorum.seed flag that replays it alone, and
+// -quorum.seeds sets how many run. The scripts under testdata/ are
+// datadriven interaction tests (regenerate with -rewrite). node_test.go
+// runs three Nodes over TCP on 127.0.0.1 and reports the failover time.
 //
 // Use:
 //
