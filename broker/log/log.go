@@ -418,6 +418,9 @@ func (l *Log) rollLocked(now time.Time) error {
 	if err := old.onRoll(); err != nil {
 		return err
 	}
+	if err := old.seal(); err != nil {
+		return err
+	}
 	s, err := createSegment(l.dir, base, l.cfg.Load(), now)
 	if err != nil {
 		return err
@@ -479,21 +482,32 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOne bool) (Re
 				retry = true
 				break
 			}
-			pos, n, found, err := s.read(offset, maxBytes, maxOffset, minOne)
+			fh, err := s.logFile()
+			if errors.Is(err, errSegmentGone) {
+				s.unref()
+				retry = true
+				break
+			}
 			if err != nil {
 				s.unref()
 				return res, l.fail(err)
 			}
-			if !found {
+			pos, n, found, err := s.read(fh.f, offset, maxBytes, maxOffset, minOne)
+			if err != nil || !found || n == 0 {
+				fh.release()
 				s.unref()
+			}
+			if err != nil {
+				return res, l.fail(err)
+			}
+			if !found {
 				continue
 			}
 			if n == 0 {
-				s.unref()
 				return res, nil
 			}
 			// One allocation holds the region and the slice naming it.
-			h := &oneRegion{r: region{s: s, off: pos, n: n}}
+			h := &oneRegion{r: region{s: s, h: fh, off: pos, n: n}}
 			h.arr[0] = &h.r
 			res.Regions = h.arr[:]
 			res.Size = int(n)
