@@ -31,7 +31,7 @@ var errIndexCorrupt = errors.New("log: corrupt index")
 // AbstractIndex closes the descriptor once the file is mapped. Lookups read
 // the entries in memory and never touch the file.
 type index struct {
-	path       string // guarded by wmu
+	path       string   // guarded by wmu
 	f          *os.File // open while held; guarded by wmu
 	open       *atomic.Int64
 	entrySize  int
