@@ -69,8 +69,15 @@ func (h *fileHandle) tryAcquire() bool {
 // release drops a use reference; a handle whose segment is closed is
 // closed by its last user.
 func (h *fileHandle) release() {
-	if h.refs.Add(-1) == 0 && h.doomed.Load() {
+	if h.refs.Add(-1) != 0 {
+		return
+	}
+	if h.doomed.Load() {
 		segFiles.closeIdle(h)
+	} else if segFiles.over.Load() {
+		// The cache was left over its bound with every handle in use;
+		// this one is idle now.
+		segFiles.shrink()
 	}
 }
 
@@ -93,6 +100,7 @@ type fileCache struct {
 	mu   sync.Mutex
 	list []*fileHandle
 	hand int
+	over atomic.Bool // the list is over its bound: the next release sweeps
 	// limit, when set, replaces the bound derived from RLIMIT_NOFILE.
 	limit int
 }
@@ -150,6 +158,14 @@ func (c *fileCache) evictLocked() {
 		}
 		h.closeLocked(c) // moves the last handle to c.hand
 	}
+	c.over.Store(len(c.list) > limit)
+}
+
+// shrink closes idle handles beyond the bound.
+func (c *fileCache) shrink() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.evictLocked()
 }
 
 // closeIdle closes h if nobody uses it.
