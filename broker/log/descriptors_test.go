@@ -242,4 +242,18 @@ func TestSealedSegmentDescriptors(t *testing.T) {
 		t.Fatalf("after Close: %d .log, %d .index, %d .timeindex, %d .txnindex open; want %d, %d, %d, %d",
 			logs, ix, ti, txn, logs0-1, ix0-1, ti0-1, txn0)
 	}
+	// A clean load opens the active segment's files only, and its pinned
+	// .log handle is not in the cache (it would count against the bound).
+	cached0, _ := CachedSegmentFiles()
+	m, l = openTest(t, m.dir, c, cfg)
+	if logs, ix, ti, txn := OpenSegmentFiles(); logs != logs0 || ix != ix0 || ti != ti0 || txn != txn0 {
+		t.Fatalf("after a clean load of %d segments: %d .log, %d .index, %d .timeindex, %d .txnindex open; want %d, %d, %d, %d",
+			l.NumSegments(), logs, ix, ti, txn, logs0, ix0, ti0, txn0)
+	}
+	if cached, _ := CachedSegmentFiles(); cached != cached0 {
+		t.Fatalf("a clean load cached %d .log handles", cached-cached0)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -168,6 +168,15 @@ func (c *fileCache) shrink() {
 	c.evictLocked()
 }
 
+// unlist takes h out of the list, if it is listed.
+func (c *fileCache) unlist(h *fileHandle) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.slot >= 0 {
+		c.removeLocked(h)
+	}
+}
+
 // closeIdle closes h if nobody uses it.
 func (c *fileCache) closeIdle(h *fileHandle) {
 	c.mu.Lock()
@@ -225,6 +234,7 @@ func (s *segment) pinLocked() error {
 	}
 	if h := s.h.Load(); h != nil && h.tryAcquire() {
 		s.pinned = h
+		segFiles.unlist(h) // pinned handles do not count against the bound
 		return nil
 	}
 	if s.gone {
@@ -259,6 +269,15 @@ func (s *segment) retire() {
 	defer s.hmu.Unlock()
 	s.pinLocked()
 	s.gone = true
+}
+
+// forget stops the .log file being opened by name again, for a segment of
+// a log being closed or deleted: a reader still holding the segment reads
+// the handle open now, or gets errSegmentGone.
+func (s *segment) forget() {
+	s.hmu.Lock()
+	s.gone = true
+	s.hmu.Unlock()
 }
 
 // closeLogFile closes the .log file once its last user releases it; the

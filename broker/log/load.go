@@ -311,9 +311,12 @@ func (l *Log) loadProducerState(bound int64) error {
 		l.ps, from = ps, snaps[i]
 		break
 	}
-	for _, s := range segs {
+	for i, s := range segs {
 		if bound >= 0 && s.base >= bound {
 			break
+		}
+		if i+1 < len(segs) && segs[i+1].base <= from {
+			continue // wholly below the snapshot: nothing to read or open
 		}
 		if err := l.replaySegment(s, from, bound); err != nil {
 			return err
@@ -557,6 +560,9 @@ func (l *Log) close(flush bool) error {
 		}
 	}
 	for _, s := range segs {
+		// The directory may be renamed for deletion next; readers still
+		// holding a segment must not reopen a file by its old name.
+		s.forget()
 		s.unref()
 	}
 	return first
