@@ -16,19 +16,21 @@ import (
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
-// openFDs counts the process's open descriptors, not counting the one used
-// to list them.
-func openFDs(t *testing.T) int {
+// lowestFreeFD returns the descriptor number the next open(2) would get:
+// the kernel refuses it with EMFILE when RLIMIT_NOFILE is at most that.
+func lowestFreeFD(t *testing.T) uint64 {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	f, err := os.Open(os.DevNull)
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		t.Fatal(err)
 	}
-	return len(ents) - 1
+	fd := f.Fd()
+	f.Close()
+	return uint64(fd)
 }
 
-// withNoSpareFDs runs fn with the soft RLIMIT_NOFILE at the number of
-// descriptors open, so any open(2) in the process fails with EMFILE.
+// withNoSpareFDs runs fn with the soft RLIMIT_NOFILE at the lowest free
+// descriptor number, so any open(2) in the process fails with EMFILE.
 func withNoSpareFDs(t *testing.T, fn func()) {
 	t.Helper()
 	var old syscall.Rlimit
@@ -36,7 +38,7 @@ func withNoSpareFDs(t *testing.T, fn func()) {
 		t.Skipf("getrlimit: %v", err)
 	}
 	lim := old
-	lim.Cur = uint64(openFDs(t))
+	lim.Cur = lowestFreeFD(t)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}

@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -19,6 +20,19 @@ func openFDs(t testing.TB) int {
 		t.Skipf("no /proc/self/fd: %v", err)
 	}
 	return len(ents)
+}
+
+// lowestFreeFD returns the descriptor number the next open(2) would get:
+// the kernel refuses it with EMFILE when RLIMIT_NOFILE is at most that.
+func lowestFreeFD(t testing.TB) uint64 {
+	t.Helper()
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := f.Fd()
+	f.Close()
+	return uint64(fd)
 }
 
 // lowerFileLimit sets the soft RLIMIT_NOFILE to n until the test ends.
@@ -255,5 +269,59 @@ func TestSealedSegmentDescriptors(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadOutOfDescriptorsIsNotSticky checks that a read which cannot open
+// a sealed segment's file for want of a descriptor fails with ErrStorage
+// for that call only: the partition stays online and the next read, with a
+// descriptor free, succeeds.
+func TestReadOutOfDescriptorsIsNotSticky(t *testing.T) {
+	setCacheLimit(t, 1)
+	c := newFakeClock()
+	cfg := smallConfig()
+	cfg.SegmentMs = time.Hour
+	m, l := openTest(t, t.TempDir(), c, cfg)
+	defer m.Close()
+	ts := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for i := 0; i < 4; i++ {
+		if _, err := l.Append(batch(t, 1, fmt.Sprint(i), ts+int64(i)*2*time.Hour.Milliseconds()), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readOne := func(off int64) error {
+		res, err := l.Read(off, 1<<20, off+1, true)
+		for _, r := range res.Regions {
+			r.Release()
+		}
+		return err
+	}
+	// Segment 1 ends up cached; segment 0's file is closed.
+	for _, off := range []int64{0, 1, 1} {
+		if err := readOne(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skipf("getrlimit: %v", err)
+	}
+	lim := old
+	lim.Cur = lowestFreeFD(t) // the next open(2) gets EMFILE
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	err := readOne(0)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatalf("restoring RLIMIT_NOFILE: %v", err)
+	}
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("read with no descriptor free: %v, want ErrStorage for EMFILE", err)
+	}
+	if l.Err() != nil {
+		t.Fatalf("partition offline after running out of descriptors: %v", l.Err())
+	}
+	if err := readOne(0); err != nil {
+		t.Fatalf("read once a descriptor is free: %v", err)
 	}
 }

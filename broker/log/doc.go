@@ -57,6 +57,10 @@
 //   - A segment being deleted or replaced by the cleaner keeps its handle
 //     open (pinned) for readers that still hold it, and is never opened by
 //     name again.
+//   - Running out of descriptors (EMFILE, ENFILE) while a read or an fsync
+//     opens a sealed segment's file fails that call with ErrStorage
+//     (KAFKA_STORAGE_ERROR, which clients retry) without taking the
+//     partition offline: nothing on disk is wrong.
 //
 // The log cleaner (cleaner*.go) compacts logs whose cleanup.policy
 // includes compact, as Kafka's LogCleaner, LogCleanerManager and Cleaner:
