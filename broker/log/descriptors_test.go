@@ -185,6 +185,7 @@ func setCacheLimit(t testing.TB, n int) {
 	segFiles.mu.Lock()
 	old := segFiles.limit
 	segFiles.limit = n
+	segFiles.evictLocked() // as the next open would
 	segFiles.mu.Unlock()
 	t.Cleanup(func() {
 		segFiles.mu.Lock()
