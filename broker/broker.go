@@ -140,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 	m := metrics.New(cfg.Registry)
 	metrics.RegisterPartitions(cfg.Registry, b.partitionStats)
+	cfg.Registry.MustRegister(newSegmentFileCollector())
 
 	b.ln, err = wire.Listen(ctx, listeners[0].Addr(), int(bc.SocketReceiveBufferBytes))
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/partition"
@@ -108,4 +110,42 @@ func (d *logDirs) close() error {
 		errs = append(errs, m.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// segmentFileCollector reports the segment files the process holds open, by
+// kind, and the handle cache of sealed segments' .log files, at each scrape.
+// With process_open_fds and process_max_fds (the process collector) it
+// shows how close storage brings the broker to RLIMIT_NOFILE.
+type segmentFileCollector struct {
+	open, cached, limit *prometheus.Desc
+}
+
+func newSegmentFileCollector() *segmentFileCollector {
+	return &segmentFileCollector{
+		open: prometheus.NewDesc("cascade_log_open_segment_files",
+			"Segment files open in the process, by kind (log, index, timeindex, txnindex).", []string{"kind"}, nil),
+		cached: prometheus.NewDesc("cascade_log_segment_file_cache_open",
+			"Sealed segments' .log files open in the handle cache.", nil, nil),
+		limit: prometheus.NewDesc("cascade_log_segment_file_cache_limit",
+			"The bound of the handle cache: a quarter of the soft RLIMIT_NOFILE, within [16, 8192].", nil, nil),
+	}
+}
+
+func (c *segmentFileCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.open
+	ch <- c.cached
+	ch <- c.limit
+}
+
+func (c *segmentFileCollector) Collect(ch chan<- prometheus.Metric) {
+	lg, ix, ti, txn := log.OpenSegmentFiles()
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"log", lg}, {"index", ix}, {"timeindex", ti}, {"txnindex", txn}} {
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(k.n), k.kind)
+	}
+	open, limit := log.CachedSegmentFiles()
+	ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(open))
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(limit))
 }

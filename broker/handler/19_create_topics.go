@@ -3,12 +3,14 @@ package handler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -118,6 +120,16 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		if !r.ValidateOnly {
+			if err := rollBackUnopened(env, res.Topic); err != nil {
+				rt.ErrorCode = kerr.KafkaStorageError.Code
+				msg := err.Error()
+				rt.ErrorMessage = &msg
+				env.Metrics.Error(req.Key, rt.ErrorCode)
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+		}
 		rt.TopicID = res.Topic.ID
 		if req.Version >= 5 {
 			rt.NumPartitions = int32(len(res.Topic.Partitions))
@@ -147,4 +159,45 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// unopenedPartition returns the first partition of t led by this node whose
+// log could not be opened when the metadata naming it was committed, with
+// the error, or nil.
+func unopenedPartition(env *Env, t *metadata.Topic) error {
+	for _, p := range t.Partitions {
+		if p.Leader != env.NodeID {
+			continue
+		}
+		if err := env.Partitions.OpenError(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); err != nil {
+			return fmt.Errorf("partition %s-%d could not be created on broker %d: %w", t.Name, p.Partition, env.NodeID, err)
+		}
+	}
+	return nil
+}
+
+// rollBackUnopened deletes a just-created topic when this node could not
+// open the log of a partition it leads, and returns why.
+//
+// In Kafka 4 the controller answers CreateTopics once the records are
+// committed; a broker that then fails to create the log marks its log dir
+// offline (LogDirFailureChannel), answers KAFKA_STORAGE_ERROR for the
+// partition and reports the dir to the controller, which leaves a replica
+// with no other copy without a leader. Cascade's controller and only
+// replica are one process and learn of the failure before answering, so
+// the client is told KAFKA_STORAGE_ERROR (retriable) for the topic rather
+// than success for a topic no one can serve, and the topic is deleted
+// again: the metadata never names a topic whose partitions have no log,
+// the partitions that did open are removed with it, and a retry once the
+// cause is gone (descriptors freed, disk repaired) creates the topic
+// afresh instead of failing with TOPIC_ALREADY_EXISTS.
+func rollBackUnopened(env *Env, t *metadata.Topic) error {
+	err := unopenedPartition(env, t)
+	if err == nil {
+		return nil
+	}
+	if res := env.Meta.DeleteTopics([]metadata.DeleteTopic{{ID: t.ID}}); res[0].Err != nil {
+		return fmt.Errorf("%w; removing the topic again failed: %v", err, res[0].Err)
+	}
+	return fmt.Errorf("%w; the topic was not created", err)
 }

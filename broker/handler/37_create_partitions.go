@@ -18,6 +18,8 @@ import (
 // A count may only grow (INVALID_PARTITIONS otherwise); a manual assignment
 // must name one replica list per new partition, on this node. A topic named
 // twice fails with INVALID_REQUEST, as ControllerApis.createPartitions.
+// A new partition whose log cannot be opened here fails the topic with
+// KAFKA_STORAGE_ERROR.
 func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
@@ -63,6 +65,19 @@ func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.R
 			rt.ErrorCode = ErrorCode(res.Err)
 			rt.ErrorMessage = errMessage(res.Err)
 			env.Metrics.Error(req.Key, rt.ErrorCode)
+		} else if t, ok := env.Meta.Image().Topic(res.Name); ok && !r.ValidateOnly {
+			// The new partitions stay in the metadata (a partition count
+			// never shrinks, and there is no record to take one back), as
+			// Kafka keeps an offline replica's partition: each metadata
+			// commit retries opening them, and a restart does. The
+			// client is told KAFKA_STORAGE_ERROR rather than success
+			// (see rollBackUnopened).
+			if err := unopenedPartition(env, t); err != nil {
+				rt.ErrorCode = kerr.KafkaStorageError.Code
+				msg := err.Error()
+				rt.ErrorMessage = &msg
+				env.Metrics.Error(req.Key, rt.ErrorCode)
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -144,8 +144,13 @@ func (s *segment) firstBatchTimestamp() int64 {
 		return -1
 	}
 	defer s.unref()
+	fh, err := s.logFile()
+	if err != nil {
+		return -1
+	}
+	defer fh.release()
 	var h [record.HeaderSize]byte
-	if _, err := s.f.ReadAt(h[:], 0); err != nil {
+	if _, err := fh.f.ReadAt(h[:], 0); err != nil {
 		return -1
 	}
 	return record.Batch(h[:]).MaxTimestamp()

@@ -218,7 +218,12 @@ func (c *cleaner) buildOffsetMap(segs []*segment, om *offsetMap) error {
 func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, error) {
 	start := c.p.firstDirty
 	_, pos := s.oi.lookup(start)
-	sc := newScanner(s.f, pos, s.size.Load())
+	fh, err := c.logFile(s)
+	if err != nil {
+		return false, err
+	}
+	defer fh.release()
+	sc := newScanner(fh.f, pos, s.size.Load())
 	defer sc.release()
 	for {
 		if err := c.checkDone(); err != nil {
@@ -236,7 +241,7 @@ func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, e
 		}
 		lastOff := h.LastOffset()
 		if h.Control() {
-			b, err := c.read(s, p, h)
+			b, err := c.read(fh.f, p, h)
 			if err != nil {
 				return false, err
 			}
@@ -244,7 +249,7 @@ func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, e
 				return false, err
 			}
 		} else if !tt.onData(h) {
-			b, err := c.read(s, p, h)
+			b, err := c.read(fh.f, p, h)
 			if err != nil {
 				return false, err
 			}
@@ -268,13 +273,23 @@ func (c *cleaner) mapSegment(s *segment, om *offsetMap, tt *txnTracker) (bool, e
 }
 
 // read reads and CRC-checks the whole batch at pos.
-func (c *cleaner) read(s *segment, pos int64, h record.Batch) (record.Batch, error) {
-	b, err := s.readBatch(pos, h, c.readBuf)
+func (c *cleaner) read(f *os.File, pos int64, h record.Batch) (record.Batch, error) {
+	b, err := readBatch(f, pos, h, c.readBuf)
 	if err != nil {
 		return nil, err
 	}
 	c.readBuf = b[:cap(b)]
 	return b, nil
+}
+
+// logFile opens a segment's .log file for the pass; a segment deleted
+// meanwhile aborts it.
+func (c *cleaner) logFile(s *segment) (*fileHandle, error) {
+	fh, err := s.logFile()
+	if errors.Is(err, errSegmentGone) {
+		return nil, errCleaningAborted
+	}
+	return fh, err
 }
 
 // groupSegments groups consecutive segments whose total log and index
@@ -324,7 +339,7 @@ func indexBytes(ix *index) int64 {
 // trimmed indexes, ready to be swapped in.
 func (c *cleaner) cleanGroup(g []*segment, next int64, om *offsetMap, tt *txnTracker, last map[int64]lastRecord) (*segment, error) {
 	cleaned := newSegmentStruct(c.l.dir, g[0].base, g[len(g)-1].created)
-	if err := cleaned.openFilesSuffix(c.cfg, true, cleanedSuffix); err != nil {
+	if err := cleaned.createFiles(c.cfg, cleanedSuffix); err != nil {
 		removeCleanedFiles(c.l.dir, g[0].base)
 		return nil, c.l.fail(err)
 	}
@@ -359,7 +374,12 @@ func (c *cleaner) cleanGroup(g []*segment, next int64, om *offsetMap, tt *txnTra
 func (c *cleaner) cleanInto(src, dst *segment, om *offsetMap, tt *txnTracker, last map[int64]lastRecord) error {
 	size := src.size.Load()
 	c.stats.BytesRead += size
-	sc := newScanner(src.f, 0, size)
+	fh, err := c.logFile(src)
+	if err != nil {
+		return err
+	}
+	defer fh.release()
+	sc := newScanner(fh.f, 0, size)
 	defer sc.release()
 	c.out = c.out[:0]
 	for {
@@ -373,7 +393,7 @@ func (c *cleaner) cleanInto(src, dst *segment, om *offsetMap, tt *txnTracker, la
 		if !ok {
 			break
 		}
-		b, err := c.read(src, p, h)
+		b, err := c.read(fh.f, p, h)
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,8 @@ func (l *Log) replaceSegments(old []*segment, cleaned *segment, gen int64, hook 
 	}
 	base := cleaned.base
 	for _, suf := range segmentSuffixes {
-		if err := os.Rename(segmentPath(l.dir, base, suf+cleanedSuffix), segmentPath(l.dir, base, suf+swapSuffix)); err != nil {
+		// A cleaned segment without aborted transactions has no .txnindex.
+		if err := os.Rename(segmentPath(l.dir, base, suf+cleanedSuffix), segmentPath(l.dir, base, suf+swapSuffix)); err != nil && !(suf == txnIndexSuffix && errors.Is(err, os.ErrNotExist)) {
 			l.mu.Unlock()
 			return l.fail(err)
 		}
@@ -78,6 +79,7 @@ func (l *Log) replaceSegments(old []*segment, cleaned *segment, gen int64, hook 
 	segs = append(append(append(segs, cur[:i]...), cleaned), cur[i+len(old):]...)
 	l.segs.Store(&segs)
 	for _, s := range old {
+		s.retire() // readers holding it keep its .log file open
 		for _, suf := range segmentSuffixes {
 			p := segmentPath(l.dir, s.base, suf)
 			if err := os.Rename(p, p+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -91,12 +93,17 @@ func (l *Log) replaceSegments(old []*segment, cleaned *segment, gen int64, hook 
 		return err
 	}
 	for _, suf := range segmentSuffixes {
-		if err := os.Rename(segmentPath(l.dir, base, suf+swapSuffix), segmentPath(l.dir, base, suf)); err != nil {
+		if err := os.Rename(segmentPath(l.dir, base, suf+swapSuffix), segmentPath(l.dir, base, suf)); err != nil && !(suf == txnIndexSuffix && errors.Is(err, os.ErrNotExist)) {
 			l.mu.Unlock()
 			return l.fail(err)
 		}
 	}
+	cleaned.renamed()
 	if err := syncDir(l.dir); err != nil {
+		l.mu.Unlock()
+		return l.fail(err)
+	}
+	if err := cleaned.seal(); err != nil {
 		l.mu.Unlock()
 		return l.fail(err)
 	}

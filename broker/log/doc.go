@@ -28,6 +28,40 @@
 // marker on Close. Kafka's errors surface as this package's sentinel errors
 // (api.go); a disk error is sticky and takes the partition offline.
 //
+// Descriptors (files.go). As in Kafka, a segment costs at most one
+// descriptor while idle, so thousands of segments (one per batch from a
+// client whose timestamps step past segment.ms) fit a modest RLIMIT_NOFILE:
+//
+//   - The active segment holds its .log, .index and .timeindex open while
+//     it is appended to.
+//   - A sealed segment's .index and .timeindex entries are kept in memory
+//     (they were before: a sparse index is about a thousandth of its log)
+//     and the files are opened only for a write, truncation or fsync, as
+//     Kafka's LazyIndex maps an index on first use and AbstractIndex closes
+//     the descriptor once mapped. Cascade reads the entries instead of
+//     mapping them: lookups cost no page faults or descriptors, and the
+//     bytes on disk are Kafka's.
+//   - A .txnindex is created by the first aborted transaction written to
+//     it, as Kafka's TransactionIndex, and open from a write until the next
+//     fsync; reads use the entries in memory.
+//   - A sealed segment's .log file is opened when read, through one
+//     process-wide cache of open handles bounded by a quarter of the soft
+//     RLIMIT_NOFILE, where Kafka keeps every .log file open and asks for a
+//     limit of 100,000. Idle handles beyond the bound are closed by a CLOCK
+//     sweep; a handle in use (a Region going out with sendfile) never is,
+//     and one that is open is found without a lock, so the read path costs
+//     two atomic operations more than before. A bounded cache rather than
+//     open-per-read keeps catch-up reads of a sealed segment at no
+//     open(2) per Fetch, and rather than Kafka's open-all keeps the count
+//     bounded whatever the number of segments.
+//   - A segment being deleted or replaced by the cleaner keeps its handle
+//     open (pinned) for readers that still hold it, and is never opened by
+//     name again.
+//   - Running out of descriptors (EMFILE, ENFILE) while a read or an fsync
+//     opens a sealed segment's file fails that call with ErrStorage
+//     (KAFKA_STORAGE_ERROR, which clients retry) without taking the
+//     partition offline: nothing on disk is wrong.
+//
 // The log cleaner (cleaner*.go) compacts logs whose cleanup.policy
 // includes compact, as Kafka's LogCleaner, LogCleanerManager and Cleaner:
 //

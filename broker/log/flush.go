@@ -32,7 +32,7 @@ func (l *Log) flushTo(target int64) error {
 		err := s.sync()
 		s.unref()
 		if err != nil {
-			return l.fail(err)
+			return l.failOpen(err)
 		}
 	}
 	l.unflushedMsgs.Add(-msgs)

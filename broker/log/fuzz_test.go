@@ -74,20 +74,18 @@ func FuzzIndexFiles(f *testing.F) {
 		op, tp := filepath.Join(dir, "0.index"), filepath.Join(dir, "0.timeindex")
 		os.WriteFile(op, oi, 0o644)
 		os.WriteFile(tp, ti, 0o644)
-		ix, err := openIndex(op, offsetEntrySize, 1<<20, false)
+		ix, err := openIndex(op, offsetEntrySize, 1<<20, false, &openFileCounts.index)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ix.f.Close()
 		o := &offsetIndex{index: ix, base: 100}
 		_ = o.sanityCheck(1 << 20)
 		o.lookup(150)
 		o.lastOffset()
-		tx, err := openIndex(tp, timeEntrySize, 1<<20, false)
+		tx, err := openIndex(tp, timeEntrySize, 1<<20, false, &openFileCounts.timeIndex)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer tx.f.Close()
 		tt := &timeIndex{index: tx, base: 100}
 		_ = tt.sanityCheck()
 		tt.lookup(5)

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Entry sizes of Kafka's OffsetIndex and TimeIndex.
@@ -22,9 +24,16 @@ var errIndexCorrupt = errors.New("log: corrupt index")
 // the file is preallocated to segment.index.bytes and trimmed to its entries
 // on roll and close, as Kafka's AbstractIndex does (Kafka maps it; the bytes
 // on disk are the same).
+//
+// The file is held open only while the segment is active (and while
+// recovery or the cleaner rebuilds it); otherwise each write, truncation
+// or fsync opens it for that operation and closes it again, as Kafka's
+// AbstractIndex closes the descriptor once the file is mapped. Lookups read
+// the entries in memory and never touch the file.
 type index struct {
-	path       string
-	f          *os.File
+	path       string   // guarded by wmu
+	f          *os.File // open while held; guarded by wmu
+	open       *atomic.Int64
 	entrySize  int
 	maxEntries int
 	mu         sync.RWMutex // guards entries for readers; writers hold the log lock too
@@ -34,22 +43,29 @@ type index struct {
 	scratch    [timeEntrySize]byte
 }
 
-// openIndex opens or creates an index file. With create, an existing file is
-// truncated. The file is preallocated to maxBytes rounded down to whole
-// entries; entries are loaded from the file's current size when loading.
-func openIndex(path string, entrySize, maxBytes int, create bool) (*index, error) {
-	flags := os.O_RDWR | os.O_CREATE
+// openIndex opens or creates an index file, counting its descriptor in
+// open. With create, an existing file is truncated and the new file is
+// held open. Otherwise the entries are loaded from the file's current size
+// and the file is closed again; a missing file loads as empty (the loader
+// rebuilds it).
+func openIndex(path string, entrySize, maxBytes int, create bool, open *atomic.Int64) (*index, error) {
+	ix := &index{path: path, open: open, entrySize: entrySize, maxEntries: max(maxBytes/entrySize, 1)}
 	if create {
-		flags |= os.O_TRUNC
+		if err := ix.hold(os.O_CREATE | os.O_TRUNC); err != nil {
+			return nil, err
+		}
+		return ix, nil
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ix, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	ix := &index{path: path, f: f, entrySize: entrySize, maxEntries: max(maxBytes/entrySize, 1)}
+	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if n := st.Size(); n > 0 {
@@ -58,12 +74,10 @@ func openIndex(path string, entrySize, maxBytes int, create bool) (*index, error
 		// entries before them are loaded, so the allocation is bounded by
 		// the real entries, not by segment.index.bytes.
 		if n, err = lastNonZero(f, n, int64(entrySize)); err != nil {
-			f.Close()
 			return nil, err
 		}
 		ix.entries = make([]byte, n)
 		if _, err := f.ReadAt(ix.entries, 0); err != nil {
-			f.Close()
 			return nil, err
 		}
 		ix.written = len(ix.entries)
@@ -71,10 +85,65 @@ func openIndex(path string, entrySize, maxBytes int, create bool) (*index, error
 	return ix, nil
 }
 
+// hold opens the file (with extra open flags) and keeps it open until
+// release.
+func (ix *index) hold(flags int) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(ix.path, os.O_RDWR|flags, 0o644)
+	if err != nil {
+		return err
+	}
+	ix.open.Add(1)
+	ix.f = f
+	return nil
+}
+
+// release closes the file held open, if any.
+func (ix *index) release() error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.releaseLocked()
+}
+
+func (ix *index) releaseLocked() error {
+	if ix.f == nil {
+		return nil
+	}
+	err := ix.f.Close()
+	ix.open.Add(-1)
+	ix.f = nil
+	return err
+}
+
+// withFileLocked runs fn on the held file, or on the file opened for the
+// call and closed after it; the caller holds wmu.
+func (ix *index) withFileLocked(fn func(f *os.File) error) error {
+	if ix.f != nil {
+		return fn(ix.f)
+	}
+	f, err := os.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	ix.open.Add(1)
+	err = fn(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	ix.open.Add(-1)
+	return err
+}
+
 // preallocate sizes the file to the maximum, as Kafka does for the active
 // segment's indexes.
 func (ix *index) preallocate() error {
-	return ix.f.Truncate(int64(ix.maxEntries * ix.entrySize))
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.withFileLocked(func(f *os.File) error { return f.Truncate(int64(ix.maxEntries * ix.entrySize)) })
 }
 
 func (ix *index) count() int { return len(ix.entries) / ix.entrySize }
@@ -95,24 +164,38 @@ func (ix *index) appendEntry(e []byte) error {
 	return nil
 }
 
-// persist writes entries not yet in the file.
-func (ix *index) persist() error {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+// pending returns the entries not yet in the file and where they go; the
+// caller holds wmu.
+func (ix *index) pendingLocked() ([]byte, int) {
 	ix.mu.RLock()
+	defer ix.mu.RUnlock()
 	written := min(ix.written, len(ix.entries))
-	pending := ix.entries[written:len(ix.entries):len(ix.entries)]
-	ix.mu.RUnlock()
+	return ix.entries[written:len(ix.entries):len(ix.entries)], written
+}
+
+// persistLocked writes pending entries to f; the caller holds wmu.
+func (ix *index) persistLocked(f *os.File, pending []byte, written int) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	if _, err := ix.f.WriteAt(pending, int64(written)); err != nil {
+	if _, err := f.WriteAt(pending, int64(written)); err != nil {
 		return err
 	}
 	ix.mu.Lock()
 	ix.written = written + len(pending)
 	ix.mu.Unlock()
 	return nil
+}
+
+// persist writes entries not yet in the file.
+func (ix *index) persist() error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	pending, written := ix.pendingLocked()
+	if len(pending) == 0 {
+		return nil
+	}
+	return ix.withFileLocked(func(f *os.File) error { return ix.persistLocked(f, pending, written) })
 }
 
 // truncateEntries keeps the first n entries.
@@ -127,22 +210,33 @@ func (ix *index) truncateEntries(n int) {
 
 // trim shrinks the file to its entries (AbstractIndex.trimToValidSize).
 func (ix *index) trim() error {
-	if err := ix.persist(); err != nil {
-		return err
-	}
-	return ix.f.Truncate(int64(len(ix.entries)))
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.withFileLocked(func(f *os.File) error {
+		pending, written := ix.pendingLocked()
+		if err := ix.persistLocked(f, pending, written); err != nil {
+			return err
+		}
+		return f.Truncate(int64(written + len(pending)))
+	})
 }
 
 func (ix *index) sync() error {
-	if err := ix.persist(); err != nil {
-		return err
-	}
-	return ix.f.Sync()
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.withFileLocked(func(f *os.File) error {
+		pending, written := ix.pendingLocked()
+		if err := ix.persistLocked(f, pending, written); err != nil {
+			return err
+		}
+		return f.Sync()
+	})
 }
 
+// close trims the file and closes it if held.
 func (ix *index) close() error {
 	err := ix.trim()
-	if cerr := ix.f.Close(); err == nil {
+	if cerr := ix.release(); err == nil {
 		err = cerr
 	}
 	return err
@@ -152,7 +246,15 @@ func (ix *index) reset() error {
 	ix.truncateEntries(0)
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	return ix.f.Truncate(0)
+	return ix.withFileLocked(func(f *os.File) error { return f.Truncate(0) })
+}
+
+// rename points the index at its file's new name (a cleaned segment's
+// files after the swap).
+func (ix *index) rename(path string) {
+	ix.wmu.Lock()
+	ix.path = path
+	ix.wmu.Unlock()
 }
 
 // offsetIndex maps relative offsets to file positions (Kafka's OffsetIndex).

@@ -152,8 +152,13 @@ func openLog(p loadParams, opts *Options, m *Manager) (*Log, error) {
 		closeAll()
 		return nil, err
 	}
-	// The active segment gets preallocated indexes again.
+	// The active segment holds its files open and gets preallocated
+	// indexes again.
 	act := segs[len(segs)-1]
+	if err := act.activate(); err != nil {
+		closeAll()
+		return nil, err
+	}
 	if err := act.oi.preallocate(); err != nil {
 		closeAll()
 		return nil, err
@@ -241,7 +246,12 @@ func (l *Log) loadTail() error {
 		next = lastOff + 1
 	}
 	s.bytesSinceIndex = 0
-	sc := newScanner(s.f, pos, s.size.Load())
+	fh, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	defer fh.release()
+	sc := newScanner(fh.f, pos, s.size.Load())
 	defer sc.release()
 	for {
 		h, p, ok, err := sc.next()
@@ -260,7 +270,7 @@ func (l *Log) loadTail() error {
 	}
 	if s.size.Load() > 0 && s.rollingTS < 0 && pos > 0 {
 		// The first batch precedes the last index entry: read its header.
-		first := newScanner(s.f, 0, s.size.Load())
+		first := newScanner(fh.f, 0, s.size.Load())
 		if h, _, ok, err := first.next(); err == nil && ok {
 			s.rollingTS = h.MaxTimestamp()
 		}
@@ -301,9 +311,12 @@ func (l *Log) loadProducerState(bound int64) error {
 		l.ps, from = ps, snaps[i]
 		break
 	}
-	for _, s := range segs {
+	for i, s := range segs {
 		if bound >= 0 && s.base >= bound {
 			break
+		}
+		if i+1 < len(segs) && segs[i+1].base <= from {
+			continue // wholly below the snapshot: nothing to read or open
 		}
 		if err := l.replaySegment(s, from, bound); err != nil {
 			return err
@@ -320,7 +333,13 @@ func (l *Log) replaySegment(s *segment, from, bound int64) error {
 		return nil
 	}
 	_, pos := s.oi.lookup(from)
-	sc := newScanner(s.f, pos, end)
+	fh, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	defer fh.release()
+	sc := newScanner(fh.f, pos, end)
+	defer sc.release()
 	var buf []byte
 	for {
 		h, p, ok, err := sc.next()
@@ -338,7 +357,7 @@ func (l *Log) replaySegment(s *segment, from, bound int64) error {
 		}
 		b := record.Batch(append(buf[:0], h...))
 		if h.Control() {
-			if b, err = s.readBatch(p, h, buf); err != nil {
+			if b, err = readBatch(fh.f, p, h, buf); err != nil {
 				return err
 			}
 		}
@@ -407,6 +426,9 @@ func (l *Log) recoverFrom(i int) error {
 			if err := s.onRoll(); err != nil {
 				return err
 			}
+			if err := s.seal(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -462,14 +484,23 @@ func (l *Log) truncateLocked(offset int64) error {
 	kept := append([]*segment(nil), segs[:i+1]...)
 	l.segs.Store(&kept)
 	s := kept[i]
+	// The segment truncated into becomes the active one.
+	if err := s.activate(); err != nil {
+		return err
+	}
+	fh, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	defer fh.release()
 	var sc scanner
-	pos, _, found, err := s.find(&sc, offset, s.size.Load())
+	pos, _, found, err := s.find(fh.f, &sc, offset, s.size.Load())
 	sc.release()
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := s.f.Truncate(pos); err != nil {
+		if err := fh.f.Truncate(pos); err != nil {
 			return err
 		}
 		s.size.Store(pos)
@@ -529,6 +560,9 @@ func (l *Log) close(flush bool) error {
 		}
 	}
 	for _, s := range segs {
+		// The directory may be renamed for deletion next; readers still
+		// holding a segment must not reopen a file by its old name.
+		s.forget()
 		s.unref()
 	}
 	return first

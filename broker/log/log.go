@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/record"
@@ -111,6 +112,18 @@ func (l *Log) fail(err error) error {
 	l.err.CompareAndSwap(nil, &wrapped)
 	l.opts.Logger.Error("log storage error; partition offline", "partition", l.tp.String(), "err", err)
 	return *l.err.Load()
+}
+
+// failOpen is fail for the errors of reads and fsyncs, which may open a
+// sealed segment's file on demand: running out of descriptors (EMFILE,
+// ENFILE) fails only this call, as nothing on disk is wrong and a later
+// call may find a descriptor free; any other error is sticky, as with fail.
+func (l *Log) failOpen(err error) error {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		l.opts.Logger.Warn("out of file descriptors", "partition", l.tp.String(), "err", err)
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.tp, err)
+	}
+	return l.fail(err)
 }
 
 // String formats a TopicPartition as Kafka does: topic-partition.
@@ -418,6 +431,9 @@ func (l *Log) rollLocked(now time.Time) error {
 	if err := old.onRoll(); err != nil {
 		return err
 	}
+	if err := old.seal(); err != nil {
+		return err
+	}
 	s, err := createSegment(l.dir, base, l.cfg.Load(), now)
 	if err != nil {
 		return err
@@ -479,21 +495,32 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOne bool) (Re
 				retry = true
 				break
 			}
-			pos, n, found, err := s.read(offset, maxBytes, maxOffset, minOne)
+			fh, err := s.logFile()
+			if errors.Is(err, errSegmentGone) {
+				s.unref()
+				retry = true
+				break
+			}
 			if err != nil {
 				s.unref()
-				return res, l.fail(err)
+				return res, l.failOpen(err)
+			}
+			pos, n, found, err := s.read(fh.f, offset, maxBytes, maxOffset, minOne)
+			if err != nil || !found || n == 0 {
+				fh.release()
+				s.unref()
+			}
+			if err != nil {
+				return res, l.failOpen(err)
 			}
 			if !found {
-				s.unref()
 				continue
 			}
 			if n == 0 {
-				s.unref()
 				return res, nil
 			}
 			// One allocation holds the region and the slice naming it.
-			h := &oneRegion{r: region{s: s, off: pos, n: n}}
+			h := &oneRegion{r: region{s: s, h: fh, off: pos, n: n}}
 			h.arr[0] = &h.r
 			res.Regions = h.arr[:]
 			res.Size = int(n)
@@ -523,7 +550,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 		o, t, e, found, err := s.findByTimestamp(ts, start, l.opts.MaxDecompressedBytes)
 		s.unref()
 		if err != nil {
-			l.fail(err)
+			l.failOpen(err)
 			return 0, 0, 0, false
 		}
 		if found {
@@ -552,7 +579,7 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64) {
 	// record in it carrying that timestamp.
 	o, t, _, found, err := best.findByTimestamp(bestTS, max(l.logStart.Load(), 0), l.opts.MaxDecompressedBytes)
 	if err != nil {
-		l.fail(err)
+		l.failOpen(err)
 		return -1, -1
 	}
 	if !found || t != bestTS {

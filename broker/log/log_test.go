@@ -82,10 +82,15 @@ func TestAppendReadAcrossSegmentsAndRestart(t *testing.T) {
 	// Kafka's layout on disk.
 	pdir := filepath.Join(dir, "orders-3")
 	for _, f := range []string{"00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex",
-		"00000000000000000000.txnindex", "partition.metadata", "leader-epoch-checkpoint"} {
+		"partition.metadata", "leader-epoch-checkpoint"} {
 		if _, err := os.Stat(filepath.Join(pdir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
+	}
+	// As Kafka's TransactionIndex, a .txnindex exists only once an aborted
+	// transaction is written to it.
+	if _, err := os.Stat(filepath.Join(pdir, "00000000000000000000.txnindex")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".txnindex of a log without aborted transactions: %v", err)
 	}
 	for _, f := range []string{recoveryPointFile, logStartOffsetFile, metaPropertiesFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -239,7 +244,7 @@ func TestStickyStorageError(t *testing.T) {
 	if _, err := l.Append(batch(t, 1, "s", 1), 0); err != nil {
 		t.Fatal(err)
 	}
-	l.active().f.Close() // the disk goes away
+	l.active().h.Load().f.Close() // the disk goes away
 	if _, err := l.Append(batch(t, 1, "s", 1), 0); !errors.Is(err, ErrStorage) {
 		t.Fatalf("append on a failed disk: %v", err)
 	}

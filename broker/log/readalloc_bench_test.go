@@ -83,3 +83,49 @@ func TestReadAllocs(t *testing.T) {
 		t.Fatalf("%.2f allocations per Read, want at most 1", allocs)
 	}
 }
+
+// BenchmarkReadSealed measures Log.Read from sealed segments, whose .log
+// files are opened through the handle cache: "cached" with every segment's
+// handle kept open, "evicting" with a cache of one handle and reads
+// alternating between segments, so each read opens and closes a file (the
+// worst case of a cache bound far below the segments being read).
+func BenchmarkReadSealed(b *testing.B) {
+	set := benchBatch(b, 2<<10)
+	m, err := Open(b.TempDir(), Options{RetentionCheckInterval: -1, FlushCheckInterval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1 << 20
+	l, err := m.Create(TopicPartition{Topic: "bench", Partition: 0}, [16]byte{1}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l.Size() < 8<<20 {
+		if _, err := l.Append(set, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	segs := l.segments()
+	sealed := segs[:len(segs)-1]
+	for _, c := range []struct {
+		name  string
+		limit int
+	}{{"cached", 0}, {"evicting", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			setCacheLimit(b, c.limit)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				off := sealed[i%len(sealed)].base + 7
+				res, err := l.Read(off, 16<<10, 1<<62, true)
+				if err != nil || len(res.Regions) == 0 {
+					b.Fatal(err)
+				}
+				for _, r := range res.Regions {
+					r.Release()
+				}
+			}
+		})
+	}
+}

@@ -256,11 +256,10 @@ func TestPreallocatedIndexAfterCrash(t *testing.T) {
 	if st, _ := os.Stat(path); st.Size() != int64(smallConfig().SegmentIndexBytes) {
 		t.Fatalf("index not preallocated: %d bytes", st.Size())
 	}
-	ix, err := openIndex(path, offsetEntrySize, smallConfig().SegmentIndexBytes, false)
+	ix, err := openIndex(path, offsetEntrySize, smallConfig().SegmentIndexBytes, false, &openFileCounts.index)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ix.f.Close()
 	if want == 0 || ix.count() != want {
 		t.Fatalf("loaded %d entries, want %d", ix.count(), want)
 	}

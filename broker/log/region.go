@@ -9,9 +9,11 @@ import (
 )
 
 // region is a byte range of one segment file. It holds a reference on the
-// segment so the file stays open (even if deleted) until Release.
+// segment and a use of its open .log file, so the file stays open (even if
+// deleted, and however full the handle cache) until Release.
 type region struct {
 	s        *segment
+	h        *fileHandle
 	off, n   int64
 	released atomic.Bool
 }
@@ -29,6 +31,7 @@ func (r *region) Len() int { return int(r.n) }
 // Release drops the region's hold on its segment. Calling it twice is safe.
 func (r *region) Release() {
 	if r.released.CompareAndSwap(false, true) {
+		r.h.release()
 		r.s.unref()
 	}
 }
@@ -36,7 +39,7 @@ func (r *region) Release() {
 // ReadAt reads from the region (io.ReaderAt), for callers that need the
 // bytes in memory.
 func (r *region) ReadAt(p []byte, off int64) (int, error) {
-	return io.NewSectionReader(r.s.f, r.off, r.n).ReadAt(p, off)
+	return io.NewSectionReader(r.h.f, r.off, r.n).ReadAt(p, off)
 }
 
 // WriteTo writes the region to w. When w is a *net.TCPConn the bytes go
@@ -44,9 +47,9 @@ func (r *region) ReadAt(p []byte, off int64) (int, error) {
 // offset, so concurrent readers of one segment never share a file position.
 func (r *region) WriteTo(w io.Writer) (int64, error) {
 	if c, ok := w.(*net.TCPConn); ok {
-		if n, handled, err := zerocopy.Sendfile(c, r.s.f, r.off, r.n, nil); handled {
+		if n, handled, err := zerocopy.Sendfile(c, r.h.f, r.off, r.n, nil); handled {
 			return n, err
 		}
 	}
-	return io.Copy(w, io.NewSectionReader(r.s.f, r.off, r.n))
+	return io.Copy(w, io.NewSectionReader(r.h.f, r.off, r.n))
 }

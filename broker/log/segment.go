@@ -2,6 +2,7 @@ package log
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -35,13 +36,25 @@ func segmentPath(dir string, base int64, suffix string) string {
 // segment is one Kafka log segment: the .log file of batches and its
 // .index, .timeindex and .txnindex. Appends happen under the owning log's
 // lock; readers use the published size and never see a partial batch.
+//
+// The active segment holds its .log, .index and .timeindex files open. A
+// sealed segment holds none while idle: its index entries are in memory,
+// and its .log file is opened when read and closed by the handle cache
+// (files.go) once idle, so thousands of segments fit a modest descriptor
+// limit.
 type segment struct {
-	dir  string
-	base int64
-	f    *os.File
-	oi   *offsetIndex
-	ti   *timeIndex
-	txn  *txnIndex
+	dir    string
+	base   int64
+	suffix string // appended to the file names while a cleaned segment is written
+
+	h      atomic.Pointer[fileHandle] // the open .log file, nil when closed
+	hmu    sync.Mutex                 // serialises opening the .log file
+	pinned *fileHandle                // held open (active or retired); guarded by hmu
+	gone   bool                       // files removed or renamed: never opened by name again; guarded by hmu
+
+	oi  *offsetIndex
+	ti  *timeIndex
+	txn *txnIndex
 
 	size       atomic.Int64 // bytes of whole batches readable
 	nextOffset atomic.Int64 // offset after the last batch
@@ -66,10 +79,10 @@ func newSegmentStruct(dir string, base int64, created time.Time) *segment {
 	return s
 }
 
-// createSegment makes a new empty segment with preallocated indexes.
+// createSegment makes a new empty active segment with preallocated indexes.
 func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment, error) {
 	s := newSegmentStruct(dir, base, now)
-	if err := s.openFiles(cfg, true); err != nil {
+	if err := s.createFiles(cfg, ""); err != nil {
 		return nil, err
 	}
 	if err := s.oi.preallocate(); err != nil {
@@ -83,57 +96,118 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 	return s, nil
 }
 
-// openSegment opens an existing segment; indexes are loaded as found.
+// openSegment loads an existing segment sealed: its size from the .log
+// file's metadata and its index entries into memory, holding no file open.
 func openSegment(dir string, base int64, cfg *Config) (*segment, error) {
 	s := newSegmentStruct(dir, base, time.Time{})
-	if err := s.openFiles(cfg, false); err != nil {
-		return nil, err
-	}
-	st, err := s.f.Stat()
+	st, err := os.Stat(segmentPath(dir, base, logSuffix))
 	if err != nil {
-		s.closeFiles()
 		return nil, err
 	}
 	s.size.Store(st.Size())
 	s.created = st.ModTime()
+	ix, err := openIndex(segmentPath(dir, base, indexSuffix), offsetEntrySize, cfg.SegmentIndexBytes, false, &openFileCounts.index)
+	if err != nil {
+		return nil, err
+	}
+	s.oi = &offsetIndex{index: ix, base: base}
+	tx, err := openIndex(segmentPath(dir, base, timeIndexSuffix), timeEntrySize, cfg.SegmentIndexBytes, false, &openFileCounts.timeIndex)
+	if err != nil {
+		return nil, err
+	}
+	s.ti = &timeIndex{index: tx, base: base}
+	txn, err := openTxnIndex(segmentPath(dir, base, txnIndexSuffix), false)
+	if err != nil {
+		return nil, err
+	}
+	s.txn = txn
 	return s, nil
 }
 
-func (s *segment) openFiles(cfg *Config, create bool) error {
-	return s.openFilesSuffix(cfg, create, "")
-}
-
-// openFilesSuffix opens the segment's files with extra appended to each
-// name (the cleaner's .cleaned files).
-func (s *segment) openFilesSuffix(cfg *Config, create bool, extra string) error {
-	flags := os.O_RDWR | os.O_CREATE
-	if create {
-		flags |= os.O_TRUNC
+// createFiles creates the segment's files with extra appended to each name
+// (the cleaner's .cleaned files), truncating any left there, and holds them
+// open as the active segment's.
+func (s *segment) createFiles(cfg *Config, extra string) error {
+	s.suffix = extra
+	s.hmu.Lock()
+	h, err := s.openHandleLocked(os.O_RDWR | os.O_CREATE | os.O_TRUNC)
+	if err == nil {
+		s.pinned = h
 	}
-	f, err := os.OpenFile(segmentPath(s.dir, s.base, logSuffix+extra), flags, 0o644)
+	s.hmu.Unlock()
 	if err != nil {
 		return err
 	}
-	s.f = f
-	ix, err := openIndex(segmentPath(s.dir, s.base, indexSuffix+extra), offsetEntrySize, cfg.SegmentIndexBytes, create)
+	ix, err := openIndex(segmentPath(s.dir, s.base, indexSuffix+extra), offsetEntrySize, cfg.SegmentIndexBytes, true, &openFileCounts.index)
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
 	s.oi = &offsetIndex{index: ix, base: s.base}
-	tx, err := openIndex(segmentPath(s.dir, s.base, timeIndexSuffix+extra), timeEntrySize, cfg.SegmentIndexBytes, create)
+	tx, err := openIndex(segmentPath(s.dir, s.base, timeIndexSuffix+extra), timeEntrySize, cfg.SegmentIndexBytes, true, &openFileCounts.timeIndex)
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
 	s.ti = &timeIndex{index: tx, base: s.base}
-	txn, err := openTxnIndex(segmentPath(s.dir, s.base, txnIndexSuffix+extra), create)
+	txn, err := openTxnIndex(segmentPath(s.dir, s.base, txnIndexSuffix+extra), true)
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
 	s.txn = txn
 	return nil
+}
+
+// renamed points the segment at its files' final names, once a cleaned
+// segment's .cleaned files were renamed into place.
+func (s *segment) renamed() {
+	s.hmu.Lock()
+	s.suffix = ""
+	s.hmu.Unlock()
+	s.oi.rename(segmentPath(s.dir, s.base, indexSuffix))
+	s.ti.rename(segmentPath(s.dir, s.base, timeIndexSuffix))
+	s.txn.rename(segmentPath(s.dir, s.base, txnIndexSuffix))
+}
+
+// activate holds the files of the segment that becomes the log's active
+// one open while it is appended to.
+func (s *segment) activate() error {
+	s.hmu.Lock()
+	err := s.pinLocked()
+	s.hmu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.oi.hold(os.O_CREATE); err != nil {
+		return err
+	}
+	return s.ti.hold(os.O_CREATE)
+}
+
+// seal closes the files a sealed segment does not need open: the indexes
+// (their entries stay in memory) and the .txnindex, and hands the .log file
+// to the handle cache, as Kafka's LazyIndex and AbstractIndex keep at most
+// the .log descriptor of an inactive segment.
+func (s *segment) seal() error {
+	s.hmu.Lock()
+	s.unpinLocked()
+	s.hmu.Unlock()
+	err := s.oi.release()
+	if e := s.ti.release(); err == nil {
+		err = e
+	}
+	if e := s.txn.close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// isGone reports whether the segment's files were removed or replaced.
+func (s *segment) isGone() bool {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	return s.gone
 }
 
 func (s *segment) closeFiles() error {
@@ -143,14 +217,12 @@ func (s *segment) closeFiles() error {
 			first = err
 		}
 	}
-	if s.f != nil {
-		keep(s.f.Close())
-	}
+	s.closeLogFile()
 	if s.oi != nil {
-		keep(s.oi.f.Close())
+		keep(s.oi.release())
 	}
 	if s.ti != nil {
-		keep(s.ti.f.Close())
+		keep(s.ti.release())
 	}
 	if s.txn != nil {
 		keep(s.txn.close())
@@ -217,7 +289,13 @@ func (s *segment) append(set []byte, interval int) error {
 			s.rollingTS = b.MaxTimestamp()
 		}
 	}
-	if _, err := s.f.WriteAt(set, pos); err != nil {
+	h, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	_, err = h.f.WriteAt(set, pos)
+	h.release()
+	if err != nil {
 		return err
 	}
 	s.dirty.Store(true)
@@ -261,17 +339,38 @@ func (s *segment) sync() error {
 	if !s.dirty.Swap(false) {
 		return nil
 	}
-	for _, f := range []func() error{s.f.Sync, s.oi.sync, s.ti.sync, s.txn.sync} {
+	if err := s.syncFiles(); err != nil {
+		if s.isGone() {
+			return nil // deleted meanwhile: nothing of it must survive
+		}
+		s.dirty.Store(true)
+		return err
+	}
+	return nil
+}
+
+func (s *segment) syncFiles() error {
+	h, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	err = h.f.Sync()
+	h.release()
+	if err != nil {
+		return err
+	}
+	for _, f := range []func() error{s.oi.sync, s.ti.sync, s.txn.sync} {
 		if err := f(); err != nil {
-			s.dirty.Store(true)
 			return err
 		}
 	}
 	return nil
 }
 
-// remove unlinks the segment's files; open Regions keep reading until released.
+// remove unlinks the segment's files; open Regions, and readers holding a
+// reference, keep reading until released.
 func (s *segment) remove() error {
+	s.retire()
 	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) && first == nil {
@@ -362,9 +461,9 @@ func (sc *scanner) next() (hdr record.Batch, pos int64, ok bool, err error) {
 // starting from the index (LogSegment.translateOffset). found is false when
 // the segment holds no such batch.
 // The caller provides the scanner (reset here) and releases it.
-func (s *segment) find(sc *scanner, target int64, end int64) (pos int64, hdr record.Batch, found bool, err error) {
+func (s *segment) find(f *os.File, sc *scanner, target int64, end int64) (pos int64, hdr record.Batch, found bool, err error) {
 	_, start := s.oi.lookup(target)
-	sc.reset(s.f, start, end)
+	sc.reset(f, start, end)
 	for {
 		h, p, ok, err := sc.next()
 		if err != nil || !ok {
@@ -379,11 +478,12 @@ func (s *segment) find(sc *scanner, target int64, end int64) (pos int64, hdr rec
 // read returns the byte range of whole batches starting with the batch that
 // holds offset, none with a last offset at or beyond maxOffset, within
 // maxBytes unless minOne allows a larger first batch (LogSegment.read).
-func (s *segment) read(offset int64, maxBytes int, maxOffset int64, minOne bool) (start, length int64, found bool, err error) {
+// f is the segment's open .log file.
+func (s *segment) read(f *os.File, offset int64, maxBytes int, maxOffset int64, minOne bool) (start, length int64, found bool, err error) {
 	end := s.size.Load()
 	var sc scanner
 	defer sc.release()
-	pos, h, found, err := s.find(&sc, offset, end)
+	pos, h, found, err := s.find(f, &sc, offset, end)
 	if err != nil || !found {
 		return 0, 0, false, err
 	}
@@ -409,14 +509,15 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64, minOne bool)
 	return start, stop - start, true, nil
 }
 
-// readBatch reads the whole batch at pos whose header is hdr.
-func (s *segment) readBatch(pos int64, hdr record.Batch, buf []byte) (record.Batch, error) {
+// readBatch reads the whole batch at pos of f, the segment's .log file,
+// whose header is hdr.
+func readBatch(f *os.File, pos int64, hdr record.Batch, buf []byte) (record.Batch, error) {
 	size := int(hdr.BatchLength()) + record.LogOverhead
 	if cap(buf) < size {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
-	if _, err := s.f.ReadAt(buf, pos); err != nil {
+	if _, err := f.ReadAt(buf, pos); err != nil {
 		return nil, err
 	}
 	b := record.Batch(buf)
@@ -440,7 +541,15 @@ func recordTimestamp(b record.Batch, r record.Record) int64 {
 func (s *segment) findByTimestamp(ts, startOffset int64, limit int) (offset, timestamp int64, epoch int32, ok bool, err error) {
 	_, tsOff := s.ti.lookup(ts)
 	_, pos := s.oi.lookup(max(tsOff, startOffset))
-	sc := newScanner(s.f, pos, s.size.Load())
+	fh, err := s.logFile()
+	if errors.Is(err, errSegmentGone) {
+		return 0, 0, 0, false, nil // deleted meanwhile: the caller reads the current list
+	}
+	if err != nil {
+		return 0, 0, 0, false, err
+	}
+	defer fh.release()
+	sc := newScanner(fh.f, pos, s.size.Load())
 	defer sc.release()
 	var buf []byte
 	for {
@@ -451,7 +560,7 @@ func (s *segment) findByTimestamp(ts, startOffset int64, limit int) (offset, tim
 		if h.MaxTimestamp() < ts || h.LastOffset() < startOffset {
 			continue
 		}
-		b, err := s.readBatch(p, h, buf)
+		b, err := readBatch(fh.f, p, h, buf)
 		if err != nil {
 			return 0, 0, 0, false, err
 		}
@@ -485,6 +594,19 @@ func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record
 	s.txn.mu.RLock()
 	hadEntries := s.oi.count() > 0 || s.ti.count() > 0 || len(s.txn.entries) > 0
 	s.txn.mu.RUnlock()
+	// The indexes are rewritten whole: held open (and created if missing)
+	// until the segment is sealed or becomes the active one.
+	if err := s.oi.hold(os.O_CREATE); err != nil {
+		return 0, err
+	}
+	if err := s.ti.hold(os.O_CREATE); err != nil {
+		return 0, err
+	}
+	fh, err := s.logFile()
+	if err != nil {
+		return 0, err
+	}
+	defer fh.release()
 	if err := s.oi.reset(); err != nil {
 		return 0, err
 	}
@@ -498,13 +620,14 @@ func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record
 	s.maxTS, s.offsetOfMaxTS = -1, -1
 	s.tsMu.Unlock()
 	s.bytesSinceIndex, s.rollingTS = 0, -1
-	fileSize, err := s.f.Seek(0, io.SeekEnd)
+	st, err := fh.f.Stat()
 	if err != nil {
 		return 0, err
 	}
+	fileSize := st.Size()
 	// Buffers are sized to the file, so recovering the many nearly empty
 	// partitions of a fresh broker (__consumer_offsets) allocates little.
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, fileSize), int(min(fileSize, 1<<20)))
+	r := bufio.NewReaderSize(io.NewSectionReader(fh.f, 0, fileSize), int(min(fileSize, 1<<20)))
 	var pos int64
 	next := s.base
 	buf := make([]byte, min(fileSize, 64<<10))
@@ -530,7 +653,7 @@ func (s *segment) recoverSegment(cfg *Config, limit int64, onBatch func(b record
 	}
 	dropped := fileSize - pos
 	if dropped > 0 {
-		if err := s.f.Truncate(pos); err != nil {
+		if err := fh.f.Truncate(pos); err != nil {
 			return 0, err
 		}
 	}

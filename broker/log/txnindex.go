@@ -2,7 +2,9 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 )
@@ -12,38 +14,66 @@ import (
 // lastOffset int64, lastStableOffset int64.
 const abortedTxnSize = 34
 
-// txnIndex is a segment's .txnindex file plus its entries in memory.
+// txnIndex is a segment's .txnindex file plus its entries in memory. As
+// Kafka's TransactionIndex, the file is created only when the first aborted
+// transaction is written: most segments have none and no file. It is open
+// from a write until the next fsync, and opened for a truncation; reads use
+// the entries in memory.
 type txnIndex struct {
 	path    string
-	f       *os.File
+	f       *os.File // open from a write or truncation until sync; guarded by mu
 	mu      sync.RWMutex
 	entries []AbortedTxn
 	dirty   bool
 	scratch [abortedTxnSize]byte
 }
 
+// openTxnIndex loads a .txnindex file's entries, or with create starts an
+// empty index, removing a file left at that name.
 func openTxnIndex(path string, create bool) (*txnIndex, error) {
-	flags := os.O_RDWR | os.O_CREATE
+	ti := &txnIndex{path: path}
 	if create {
-		flags |= os.O_TRUNC
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return ti, nil
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	ti := &txnIndex{path: path, f: f}
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ti, nil
+	}
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	entries, err := decodeAbortedTxns(data)
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	ti.entries = entries
 	return ti, nil
+}
+
+// fileLocked returns the open file, opening (and with create, creating)
+// it; f is nil without error when the file does not exist and create is
+// false. The caller holds mu.
+func (ti *txnIndex) fileLocked(create bool) (*os.File, error) {
+	if ti.f != nil {
+		return ti.f, nil
+	}
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(ti.path, flags, 0o644)
+	if !create && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	openFileCounts.txnIndex.Add(1)
+	ti.f = f
+	return f, nil
 }
 
 // decodeAbortedTxns parses a .txnindex file; a trailing partial entry or an
@@ -78,7 +108,11 @@ func (ti *txnIndex) add(a AbortedTxn) error {
 	be.PutUint64(p[26:], uint64(a.LastStable))
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	if _, err := ti.f.WriteAt(p, int64(len(ti.entries))*abortedTxnSize); err != nil {
+	f, err := ti.fileLocked(true)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(p, int64(len(ti.entries))*abortedTxnSize); err != nil {
 		return err
 	}
 	ti.entries = append(ti.entries, a)
@@ -108,18 +142,52 @@ func (ti *txnIndex) truncateTo(offset int64) error {
 		n++
 	}
 	ti.entries = ti.entries[:n]
-	return ti.f.Truncate(int64(n) * abortedTxnSize)
+	f, err := ti.fileLocked(false)
+	if err != nil || f == nil {
+		return err
+	}
+	ti.dirty = true
+	return f.Truncate(int64(n) * abortedTxnSize)
 }
 
+// sync fsyncs what was written since the last sync and closes the file.
 func (ti *txnIndex) sync() error {
 	ti.mu.Lock()
-	dirty := ti.dirty
-	ti.dirty = false
-	ti.mu.Unlock()
-	if !dirty {
+	defer ti.mu.Unlock()
+	if !ti.dirty {
 		return nil
 	}
-	return ti.f.Sync()
+	f, err := ti.fileLocked(false)
+	if err != nil || f == nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	ti.dirty = false
+	return ti.closeLocked()
 }
 
-func (ti *txnIndex) close() error { return ti.f.Close() }
+// close closes the file if open; a later sync reopens it.
+func (ti *txnIndex) close() error {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	return ti.closeLocked()
+}
+
+func (ti *txnIndex) closeLocked() error {
+	if ti.f == nil {
+		return nil
+	}
+	err := ti.f.Close()
+	openFileCounts.txnIndex.Add(-1)
+	ti.f = nil
+	return err
+}
+
+// rename points the index at its file's new name.
+func (ti *txnIndex) rename(path string) {
+	ti.mu.Lock()
+	ti.path = path
+	ti.mu.Unlock()
+}

@@ -35,16 +35,29 @@ type Manager struct {
 	parts map[log.TopicPartition]*Partition
 	cfgs  map[log.TopicPartition]log.Config
 	ids   map[[16]byte]string
+	// failed holds why a wanted partition's log could not be opened at the
+	// last Sync; it is retried at the next one.
+	failed map[log.TopicPartition]error
 }
 
 // NewManager returns an empty manager over logs.
 func NewManager(logs LogManager) *Manager {
 	return &Manager{
-		logs:  logs,
-		parts: map[log.TopicPartition]*Partition{},
-		cfgs:  map[log.TopicPartition]log.Config{},
-		ids:   map[[16]byte]string{},
+		logs:   logs,
+		parts:  map[log.TopicPartition]*Partition{},
+		cfgs:   map[log.TopicPartition]log.Config{},
+		ids:    map[[16]byte]string{},
+		failed: map[log.TopicPartition]error{},
 	}
+}
+
+// OpenError returns why the log of tp, which the metadata says this broker
+// hosts, could not be opened at the last Sync (a storage error: Kafka's
+// offline replica, answered KAFKA_STORAGE_ERROR), or nil.
+func (m *Manager) OpenError(tp log.TopicPartition) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.failed[tp]
 }
 
 // Get returns the partition tp, or nil if this broker does not host it.
@@ -99,9 +112,12 @@ func (m *Manager) Sync(want []Spec) error {
 		if p == nil {
 			lg, err := m.logs.Open(s.TP, s.TopicID, s.Config)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("partition: open %s-%d: %w", s.TP.Topic, s.TP.Partition, err))
+				err = fmt.Errorf("partition: open %s-%d: %w", s.TP.Topic, s.TP.Partition, err)
+				m.failed[s.TP] = err
+				errs = append(errs, err)
 				continue
 			}
+			delete(m.failed, s.TP)
 			m.parts[s.TP] = New(s.TP, s.TopicID, s.LeaderEpoch, lg)
 			m.cfgs[s.TP] = s.Config
 			continue
@@ -117,6 +133,11 @@ func (m *Manager) Sync(want []Spec) error {
 			if err := m.removeLocked(tp); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	for tp := range m.failed {
+		if _, ok := keep[tp]; !ok {
+			delete(m.failed, tp)
 		}
 	}
 	m.ids = ids

@@ -211,11 +211,15 @@ type memLogs struct {
 	mu      sync.Mutex
 	logs    map[log.TopicPartition]*memLog
 	deleted []log.TopicPartition
+	fail    map[log.TopicPartition]error // Open fails with this error
 }
 
 func (m *memLogs) Open(tp log.TopicPartition, id [16]byte, cfg log.Config) (Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fail[tp]; err != nil {
+		return nil, err
+	}
 	if m.logs == nil {
 		m.logs = map[log.TopicPartition]*memLog{}
 	}
@@ -278,6 +282,35 @@ func TestManagerSync(t *testing.T) {
 	}
 	if m.Get(tp("a", 1)) == old || !old.Deleted() {
 		t.Fatal("re-created topic reused old partition")
+	}
+}
+
+// TestManagerOpenError checks that a partition whose log cannot be opened
+// is reported by OpenError until an open succeeds or it is no longer wanted.
+func TestManagerOpenError(t *testing.T) {
+	disk := errors.New("too many open files")
+	ml := &memLogs{fail: map[log.TopicPartition]error{tp("a", 1): disk}}
+	m := NewManager(ml)
+	want := []Spec{{TP: tp("a", 0), TopicID: [16]byte{0xa}}, {TP: tp("a", 1), TopicID: [16]byte{0xa}}}
+	if err := m.Sync(want); !errors.Is(err, disk) {
+		t.Fatalf("Sync: %v, want the open error", err)
+	}
+	if m.Get(tp("a", 0)) == nil || m.OpenError(tp("a", 0)) != nil {
+		t.Fatal("the partition that opened is not hosted")
+	}
+	if m.Get(tp("a", 1)) != nil || !errors.Is(m.OpenError(tp("a", 1)), disk) {
+		t.Fatalf("failed partition: hosted %v, error %v", m.Get(tp("a", 1)) != nil, m.OpenError(tp("a", 1)))
+	}
+	ml.fail = nil // the disk is back: the next Sync opens it
+	if err := m.Sync(want); err != nil || m.Get(tp("a", 1)) == nil || m.OpenError(tp("a", 1)) != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	ml.fail = map[log.TopicPartition]error{tp("b", 0): disk}
+	if err := m.Sync(append(want, Spec{TP: tp("b", 0), TopicID: [16]byte{0xb}})); !errors.Is(err, disk) {
+		t.Fatalf("Sync: %v", err)
+	}
+	if err := m.Sync(want); err != nil || m.OpenError(tp("b", 0)) != nil {
+		t.Fatalf("error of a partition no longer wanted: %v, %v", err, m.OpenError(tp("b", 0)))
 	}
 }
 
