@@ -33,7 +33,7 @@ func FuzzBatch(f *testing.F) {
 			}
 			_ = b.Validate()
 			_ = b.ValidateStored()
-			_ = b.ValidateRecords(1<<20, nil)
+			_ = b.ValidateRecords(1 << 20)
 			_, _ = b.ControlOf()
 			rest = r
 		}
