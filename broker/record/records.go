@@ -132,7 +132,6 @@ func readRecord(p []byte) (Record, []byte, error) {
 // parseBody decodes a record body of size bytes (DefaultRecord.readFrom
 // after the length): every field must lie within it and fill it exactly.
 func parseBody(r *Record, body []byte, size int32) error {
-	*r = Record{}
 	if len(body) < 1 {
 		return fmt.Errorf("empty record")
 	}

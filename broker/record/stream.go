@@ -365,6 +365,12 @@ func (s *scanner) atEnd() (int, error) {
 	}
 }
 
+// maxPooledSnappyBlock is the largest snappy block buffer a pooled scanner
+// keeps: a raw block (what franz-go writes) holds a whole batch, and 1 MiB
+// covers batches of the default max.message.bytes without a new buffer each
+// time.
+const maxPooledSnappyBlock = 1 << 20
+
 // snappyReader serves a snappy payload, raw or xerial-framed, one decoded
 // block at a time: a block must be whole to be decoded.
 type snappyReader struct {
@@ -372,7 +378,7 @@ type snappyReader struct {
 	xerial bool
 	out    []byte // the current decoded block
 	off    int
-	block  []byte // kept for reuse when small
+	block  []byte // kept for reuse up to maxPooledSnappyBlock
 }
 
 func (z *snappyReader) reset(p []byte) {
@@ -381,7 +387,7 @@ func (z *snappyReader) reset(p []byte) {
 	if z.xerial {
 		z.p = p[xerialHeaderLen:] // length checked by snappyMaxBlock
 	}
-	if cap(z.block) > streamBufSize {
+	if cap(z.block) > maxPooledSnappyBlock {
 		z.block = nil
 	}
 }

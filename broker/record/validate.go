@@ -81,13 +81,23 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// checker applies Checks record by record and keeps the Result.
+// checker applies Checks record by record and keeps the Result. The batch
+// fields it needs per record are read once.
 type checker struct {
-	b     Batch
-	c     Checks
-	res   Result
-	index int32
-	verr  *ValidationError
+	b       Batch
+	c       Checks
+	res     Result
+	index   int32
+	verr    *ValidationError
+	baseTS  int64
+	latTS   int64 // the batch's max timestamp when it is LogAppendTime
+	lat     bool  // the producer marked the batch LogAppendTime
+	control bool
+}
+
+func newChecker(b Batch, c Checks) checker {
+	return checker{b: b, c: c, res: Result{MaxTimestamp: NoTimestamp, MaxTimestampDelta: -1},
+		baseTS: b.BaseTimestamp(), latTS: b.MaxTimestamp(), lat: b.LogAppendTime(), control: b.Control()}
 }
 
 func (k *checker) fail(timestamp bool, msg string) {
@@ -104,20 +114,19 @@ func (k *checker) fail(timestamp bool, msg string) {
 // record checks one record. Structural errors end the iteration; record
 // errors are collected and the iteration goes on, as LogValidator does.
 func (k *checker) record(r *Record) error {
-	b := k.b
 	if r.OffsetDelta != k.index {
 		return fmt.Errorf("%w: record %d has offset delta %d", ErrRecords, k.index, r.OffsetDelta)
 	}
-	if b.Control() {
+	if k.control {
 		if _, err := ParseControl(*r); err != nil {
 			return err
 		}
 	}
 	// DefaultRecordBatch: the records of a LogAppendTime batch all carry
 	// the batch's max timestamp.
-	ts := b.BaseTimestamp() + r.TimestampDelta
-	if b.LogAppendTime() {
-		ts = b.MaxTimestamp()
+	ts := k.baseTS + r.TimestampDelta
+	if k.lat {
+		ts = k.latTS
 	}
 	switch {
 	case k.c.RequireKeys && r.Key == nil:
@@ -129,12 +138,12 @@ func (k *checker) record(r *Record) error {
 			now := k.c.NowMs
 			if diff := now - ts; diff > k.c.BeforeMaxMs || -diff > k.c.AfterMaxMs {
 				k.fail(true, fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
-					ts, b.BaseOffset()+int64(r.OffsetDelta), now-k.c.BeforeMaxMs, now+k.c.AfterMaxMs))
+					ts, k.b.BaseOffset()+int64(r.OffsetDelta), now-k.c.BeforeMaxMs, now+k.c.AfterMaxMs))
 			}
 		}
-	case b.LogAppendTime():
+	case k.lat:
 		k.fail(true, fmt.Sprintf("Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes). Producer should not set timestamp type to LogAppendTime.",
-			b.BaseOffset()+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value)))
+			k.b.BaseOffset()+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value)))
 	}
 	if ts > k.res.MaxTimestamp {
 		k.res.MaxTimestamp, k.res.MaxTimestampDelta = ts, r.OffsetDelta
@@ -158,20 +167,10 @@ func (k *checker) record(r *Record) error {
 // ErrTooLarge past c.MaxBytes, ErrDecodeMemory past c.MaxMemory, and a
 // *ValidationError for records refused by the checks.
 func (b Batch) Check(c Checks) (Result, error) {
-	k := checker{b: b, c: c, res: Result{MaxTimestamp: NoTimestamp, MaxTimestampDelta: -1}}
+	k := newChecker(b, c)
 	count := b.RecordCount()
 	if b.Codec() == CodecNone {
-		it := NewIter(b.Payload(), count)
-		for {
-			r, ok := it.Next()
-			if !ok {
-				break
-			}
-			if err := k.record(&r); err != nil {
-				return Result{}, err
-			}
-		}
-		if err := it.Err(); err != nil {
+		if err := k.inPlace(b.Payload(), count); err != nil {
 			return Result{}, err
 		}
 	} else {
@@ -195,6 +194,33 @@ func (b Batch) Check(c Checks) (Result, error) {
 		return Result{}, k.verr
 	}
 	return k.res, nil
+}
+
+// inPlace checks count records parsed where they lie in p, as Iter does
+// but decoding each into the same Record: this is the produce path of every
+// uncompressed batch.
+func (k *checker) inPlace(p []byte, count int32) error {
+	var r Record
+	for i := int32(0); i < count; i++ {
+		size, rest, err := readVarint32(p)
+		if err == nil && (size < 0 || int(size) > len(rest)) {
+			err = fmt.Errorf("record size %d out of range", size)
+		}
+		if err == nil {
+			err = parseBody(&r, rest[:size], size)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrRecords, i, err)
+		}
+		p = rest[size:]
+		if err := k.record(&r); err != nil {
+			return err
+		}
+	}
+	if len(p) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last record", ErrRecords, len(p))
+	}
+	return nil
 }
 
 // stream checks count records read from s, then that nothing follows them.
