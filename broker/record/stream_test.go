@@ -269,3 +269,47 @@ func FuzzStreamMatchesInPlace(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeMemory: the memory a validation will hold is read from the
+// compression headers, and stays within Limits.Bound.
+func TestDecodeMemory(t *testing.T) {
+	plain, err := Build(NewSpec(sampleRecs(3)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Limits{MaxBytes: 1 << 20}
+	cases := map[string]struct {
+		b        Batch
+		min, max int
+	}{
+		"none":       {plain, 0, 0},
+		"gzip":       {mustCodec(t, CodecGzip), streamBufSize, streamBufSize + gzipMemory},
+		"lz4-64KiB":  {mustCodec(t, CodecLZ4), 2 * 64 << 10, streamBufSize + 2*64<<10},
+		"lz4-4MiB":   {lz4Batch(t, 3, 1<<22), 8 << 20, streamBufSize + 8<<20},
+		"snappy-raw": {withPayload(t, plain, CodecSnappy, snappy.Encode(nil, plain.Payload())), len(plain.Payload()), streamBufSize + len(plain.Payload())},
+		"zstd-2MiB":  {zstdWindowBatch(t, 21, 0), 2 << 20, streamBufSize + 2<<20 + zstdBlockSpace},
+	}
+	for name, tc := range cases {
+		n, err := tc.b.DecodeMemory(l)
+		if err != nil || n < tc.min || n > tc.max || n > l.Bound() {
+			t.Errorf("%s: %d, %v; want in [%d, %d] and under %d", name, n, err, tc.min, tc.max, l.Bound())
+		}
+	}
+	if _, err := zstdWindowBatch(t, 23, 0).DecodeMemory(Limits{MaxBytes: 1 << 20, MaxMemory: 4 << 20}); !errors.Is(err, ErrDecodeMemory) {
+		t.Errorf("8 MiB window under a 4 MiB limit: %v", err)
+	}
+	if _, err := zstdWindowBatch(t, 23, 0).Check(Checks{Limits: Limits{MaxBytes: 1 << 20, MaxMemory: 4 << 20}}); !errors.Is(err, ErrDecodeMemory) {
+		t.Errorf("Check of an 8 MiB window under a 4 MiB limit: %v", err)
+	}
+}
+
+func mustCodec(t *testing.T, c Codec) Batch {
+	t.Helper()
+	s := NewSpec(sampleRecs(3)...)
+	s.Codec = c
+	b, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
