@@ -135,8 +135,10 @@ func (l *Log) NumSegments() int { return len(l.segments()) }
 // Append validates and appends one produce record set (one or more v2
 // batches), as UnifiedLog.appendAsLeader with the coordinator's origin:
 // control batches (transaction markers) are accepted. The batches' base
-// offset, leader epoch and, for LogAppendTime topics, timestamp and CRC are
-// rewritten in place in records.
+// offset, leader epoch and, where LogValidator would change them, timestamp
+// type, max timestamp and CRC are rewritten in place in records; a
+// compressed batch whose inner offsets are out of sequence is rebuilt into
+// a new buffer, as LogValidator rebuilds it.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	return l.append(records, leaderEpoch, false)
 }
@@ -160,42 +162,81 @@ type setInfo struct {
 }
 
 // validateSet checks every batch of a record set before the lock is taken,
-// as UnifiedLog.analyzeAndValidateRecords and LogValidator do.
-func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error) {
+// as UnifiedLog.analyzeAndValidateRecords and LogValidator do. It returns
+// the set to append: set itself, its headers rewritten in place, unless a
+// batch had to be rebuilt (inner offsets out of sequence in a compressed
+// batch), when it is a new set holding the rebuilt batch.
+func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, []byte, error) {
+	info, rebuilt, err := l.validateBatches(set, cfg, client)
+	if err != nil || len(rebuilt) == 0 {
+		return info, set, err
+	}
+	out := make([]byte, 0, len(set))
+	prev := 0
+	for _, r := range rebuilt {
+		out = append(append(out, set[prev:r.at]...), r.b...)
+		prev = r.at + r.size
+	}
+	return info, append(out, set[prev:]...), nil
+}
+
+// rebuiltBatch is a batch of a produce set that validation rebuilt: the
+// original's position and size in the set, and the new bytes.
+type rebuiltBatch struct {
+	at, size int
+	b        record.Batch
+}
+
+func (l *Log) validateBatches(set []byte, cfg *Config, client bool) (setInfo, []rebuiltBatch, error) {
 	info := setInfo{maxTimestamp: -1, maxTimestampDelta: -1}
+	var rebuilt []rebuiltBatch
 	if len(set) == 0 {
-		return info, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
+		return info, nil, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
 	}
 	now := l.opts.Clock().UnixMilli()
 	for rest := set; len(rest) > 0; {
 		b, r, err := record.Next(rest)
 		if err != nil {
-			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return info, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		rest = r
 		if len(b) > cfg.MaxMessageBytes {
-			return info, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
+			return info, nil, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
 		}
 		if b.Magic() != 2 {
-			return info, fmt.Errorf("%w: magic %d", ErrInvalidRecord, b.Magic())
+			return info, nil, fmt.Errorf("%w: magic %d", ErrInvalidRecord, b.Magic())
 		}
 		// One pass computes the CRC: length and CRC failures are corruption
 		// (CorruptRecordException), the rest invalid records.
 		if err := b.Validate(); err != nil {
 			if errors.Is(err, record.ErrCRC) || errors.Is(err, record.ErrShort) || errors.Is(err, record.ErrBadLength) || errors.Is(err, record.ErrCodec) {
-				return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return info, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
-			return info, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+			return info, nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
 		if client && b.Control() {
-			return info, fmt.Errorf("%w: clients may not write control records", ErrInvalidRecord)
+			return info, nil, fmt.Errorf("%w: clients may not write control records", ErrInvalidRecord)
 		}
 		if client && b.BaseOffset() != 0 {
-			return info, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
+			return info, nil, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
 		}
-		res, err := b.Check(l.recordChecks(b, cfg, now))
+		checks := l.recordChecks(b, cfg, now)
+		res, err := b.Check(checks)
 		if err != nil {
-			return info, recordError(err)
+			return info, nil, recordError(err)
+		}
+		if res.Rebuild {
+			// LogValidator.buildRecordsAndAssignOffsets; the new
+			// batch's size is checked again (messageSizeMaybeChanged).
+			nb, err := b.Rebuild(checks.Limits)
+			if err != nil {
+				return info, nil, recordError(err)
+			}
+			if len(nb) > cfg.MaxMessageBytes {
+				return info, nil, fmt.Errorf("%w: rebuilt batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(nb), cfg.MaxMessageBytes)
+			}
+			rebuilt = append(rebuilt, rebuiltBatch{at: len(set) - len(rest) - len(b), size: len(b), b: nb})
+			b = nb
 		}
 		// As LogValidator: a CreateTime batch carries the true maximum of
 		// its records' timestamps, whatever the producer wrote in the
@@ -213,7 +254,7 @@ func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error)
 		info.records += int(b.RecordCount())
 		info.offsetDelta += int64(b.LastOffsetDelta()) + 1
 	}
-	return info, nil
+	return info, rebuilt, nil
 }
 
 // unlimitedMs is how a timestamp bound Kafka leaves unlimited
@@ -270,7 +311,7 @@ func recordError(err error) error {
 
 func (l *Log) append(set []byte, leaderEpoch int32, client bool) (AppendInfo, error) {
 	cfg := l.cfg.Load()
-	info, err := l.validateSet(set, cfg, client)
+	info, set, err := l.validateSet(set, cfg, client)
 	if err != nil {
 		return AppendInfo{}, err
 	}

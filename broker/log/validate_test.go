@@ -222,3 +222,47 @@ func TestAppendLogAppendTimeFromProducer(t *testing.T) {
 		t.Fatalf("stored type %v max %d", got[0].LogAppendTime(), got[0].MaxTimestamp())
 	}
 }
+
+// TestAppendRebuildsIrregularOffsets: a compressed batch whose inner
+// offset deltas do not run 0,1,2... is rebuilt with consecutive ones and
+// its records kept, as LogValidator's buildRecordsAndAssignOffsets; an
+// uncompressed one is refused.
+func TestAppendRebuildsIrregularOffsets(t *testing.T) {
+	eachCodec(t, DefaultConfig(), func(t *testing.T, codec record.Codec, l *Log, now int64) {
+		s := record.NewSpec(
+			record.Rec{Timestamp: now - 3, Key: []byte("a"), Value: []byte("1")},
+			record.Rec{Timestamp: now - 1, Key: []byte("b"), Value: []byte("2"), Headers: []record.Header{{Key: []byte("h"), Value: []byte("v")}}},
+			record.Rec{Timestamp: now - 2, Key: []byte("c"), Value: nil})
+		s.Records[1].OffsetDelta, s.Records[2].OffsetDelta = 2, 5
+		s.LastOffsetDelta, s.Codec = 2, codec
+		b, err := record.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := l.AppendFromClient(b, 0)
+		if codec == record.CodecNone {
+			if !errors.Is(err, ErrInvalidRecord) {
+				t.Fatalf("uncompressed: %v, want ErrInvalidRecord", err)
+			}
+			return
+		}
+		if err != nil || info.FirstOffset != 0 || info.LastOffset != 2 || info.OffsetOfMaxTimestamp != 1 {
+			t.Fatalf("append: %+v, %v", info, err)
+		}
+		got := readAll(t, l, 0)
+		it, err := got[0].Records(1<<20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
+			if r.OffsetDelta != int32(len(keys)) || r.Timestamp(got[0]) != s.Records[len(keys)].Timestamp {
+				t.Fatalf("record %d: delta %d ts %d", len(keys), r.OffsetDelta, r.Timestamp(got[0]))
+			}
+			keys = append(keys, string(r.Key))
+		}
+		if strings.Join(keys, ",") != "a,b,c" || got[0].Codec() != codec || got[0].MaxTimestamp() != now-1 || got[0].ValidateStored() != nil {
+			t.Fatalf("stored %v codec %v max %d", keys, got[0].Codec(), got[0].MaxTimestamp())
+		}
+	})
+}

@@ -30,10 +30,16 @@ type Checks struct {
 // Result is what Check learns of a valid batch.
 type Result struct {
 	// MaxTimestamp is the largest record timestamp (NoTimestamp when no
-	// record has one), and MaxTimestampDelta the offset delta of the first
-	// record that has it (-1 when none).
+	// record has one), and MaxTimestampDelta the position in the batch
+	// (its offset delta once offsets run 0,1,2...) of the first record
+	// that has it (-1 when none).
 	MaxTimestamp      int64
 	MaxTimestampDelta int32
+	// Rebuild is set for a compressed batch whose records' offset deltas
+	// do not run 0,1,2...: Kafka's LogValidator then rebuilds the batch
+	// instead of assigning offsets in place, and so must the caller (see
+	// Batch.Rebuild). An uncompressed batch with such deltas is refused.
+	Rebuild bool
 }
 
 // MaxRecordErrors caps the record errors a ValidationError keeps: Kafka
@@ -93,11 +99,15 @@ type checker struct {
 	latTS   int64 // the batch's max timestamp when it is LogAppendTime
 	lat     bool  // the producer marked the batch LogAppendTime
 	control bool
+	// compressed batches with irregular offset deltas are rebuilt,
+	// uncompressed ones refused.
+	compressed bool
 }
 
 func newChecker(b Batch, c Checks) checker {
 	return checker{b: b, c: c, res: Result{MaxTimestamp: NoTimestamp, MaxTimestampDelta: -1},
-		baseTS: b.BaseTimestamp(), latTS: b.MaxTimestamp(), lat: b.LogAppendTime(), control: b.Control()}
+		baseTS: b.BaseTimestamp(), latTS: b.MaxTimestamp(), lat: b.LogAppendTime(), control: b.Control(),
+		compressed: b.Codec() != CodecNone}
 }
 
 func (k *checker) fail(timestamp bool, msg string) {
@@ -115,7 +125,12 @@ func (k *checker) fail(timestamp bool, msg string) {
 // errors are collected and the iteration goes on, as LogValidator does.
 func (k *checker) record(r *Record) error {
 	if r.OffsetDelta != k.index {
-		return fmt.Errorf("%w: record %d has offset delta %d", ErrRecords, k.index, r.OffsetDelta)
+		if !k.compressed {
+			return fmt.Errorf("%w: record %d has offset delta %d", ErrRecords, k.index, r.OffsetDelta)
+		}
+		// As LogValidator: inner offsets that do not run 0,1,2...
+		// turn in-place assignment off and the batch is rebuilt.
+		k.res.Rebuild = true
 	}
 	if k.control {
 		if _, err := ParseControl(*r); err != nil {
@@ -146,7 +161,7 @@ func (k *checker) record(r *Record) error {
 			k.b.BaseOffset()+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value)))
 	}
 	if ts > k.res.MaxTimestamp {
-		k.res.MaxTimestamp, k.res.MaxTimestampDelta = ts, r.OffsetDelta
+		k.res.MaxTimestamp, k.res.MaxTimestampDelta = ts, k.index
 	}
 	k.index++
 	return nil
