@@ -188,3 +188,26 @@ func zstdWindow(p []byte, l Limits) (int, error) {
 	}
 	return int(w), nil
 }
+
+// SetDecodeMemory returns the most DecodeMemory of any batch of a record
+// set: what validating the set holds at its peak, since its batches are
+// validated one after another. A malformed set, or a batch past the limits,
+// returns the error validation would.
+func SetDecodeMemory(set []byte, l Limits) (int, error) {
+	most := 0
+	for len(set) > 0 {
+		b, rest, err := Next(set)
+		if err != nil {
+			return most, err
+		}
+		if len(b) > HeaderSize && b.Magic() == 2 {
+			n, err := b.DecodeMemory(l)
+			if err != nil {
+				return most, err
+			}
+			most = max(most, n)
+		}
+		set = rest
+	}
+	return most, nil
+}

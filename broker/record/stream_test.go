@@ -305,6 +305,13 @@ func TestDecodeMemory(t *testing.T) {
 			t.Errorf("%s: %d, %v; want in [%d, %d] and under %d", name, n, err, tc.min, tc.max, l.Bound())
 		}
 	}
+	set := append(append([]byte(nil), cases["gzip"].b...), cases["zstd-2MiB"].b...)
+	if n, err := SetDecodeMemory(set, l); err != nil || n != streamBufSize+2<<20+zstdBlockSpace {
+		t.Errorf("SetDecodeMemory: %d, %v", n, err)
+	}
+	if _, err := SetDecodeMemory(append(set, zstdWindowBatch(t, 29, 0)...), l); !errors.Is(err, ErrDecodeMemory) {
+		t.Errorf("SetDecodeMemory with a 512 MiB window: %v", err)
+	}
 	if _, err := zstdWindowBatch(t, 23, 0).DecodeMemory(Limits{MaxBytes: 1 << 20, MaxMemory: 4 << 20}); !errors.Is(err, ErrDecodeMemory) {
 		t.Errorf("8 MiB window under a 4 MiB limit: %v", err)
 	}
