@@ -187,6 +187,8 @@ type rebuiltBatch struct {
 	b        record.Batch
 }
 
+// validateBatches validates each batch of set, rewriting headers in place,
+// and returns the batches it had to rebuild.
 func (l *Log) validateBatches(set []byte, cfg *Config, client bool) (setInfo, []rebuiltBatch, error) {
 	info := setInfo{maxTimestamp: -1, maxTimestampDelta: -1}
 	var rebuilt []rebuiltBatch

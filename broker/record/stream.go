@@ -59,7 +59,8 @@ func releaseZstd(d *zstd.Decoder, pooled bool) {
 		d.Close()
 		return
 	}
-	_ = d.Reset(nil) // only drops the input; the error says so
+	// Reset(nil) only drops the reference to the input; it returns nil.
+	_ = d.Reset(nil)
 	zstdPooled.Put(d)
 }
 
