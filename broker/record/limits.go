@@ -158,35 +158,76 @@ func snappyBlockLen(block []byte, l Limits) (int, error) {
 	return n, nil
 }
 
-// zstdWindow returns the window the payload's first zstd frame declares
-// (its content size for a single-segment frame), refused with
-// ErrDecodeMemory beyond l.MaxMemory. Later frames are held to the same
-// limit by the decoder's own window option.
+// zstdWindow returns the largest window the payload's zstd frames declare
+// (a single-segment frame's window is its content size), found by walking
+// the frame and block headers without decoding anything. A window beyond
+// l.MaxMemory is ErrDecodeMemory and content sizes adding up past
+// l.MaxBytes are ErrTooLarge, both before a window is allocated.
 func zstdWindow(p []byte, l Limits) (int, error) {
-	var h zstd.Header
-	if err := h.Decode(p); err != nil {
-		return 0, fmt.Errorf("%w: zstd: %v", ErrRecords, err)
-	}
-	if h.HasFCS && h.FrameContentSize > uint64(l.MaxBytes) {
-		// The frame says it inflates past the limit: refused before a
-		// window of that size is allocated for it.
-		return 0, ErrTooLarge
-	}
-	w := h.WindowSize
-	if h.SingleSegment || h.Skippable {
-		// A single-segment frame's window is its content; a leading
-		// skippable frame says nothing of the next, which the decoder
-		// limits to MaxMemory.
-		w = h.FrameContentSize
+	most, content := uint64(zstd.MinWindowSize), uint64(0)
+	for len(p) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(p)
+		if err != nil {
+			return 0, fmt.Errorf("%w: zstd: %v", ErrRecords, err)
+		}
 		if h.Skippable {
-			w = uint64(l.maxMemory())
+			if uint64(h.SkippableSize) > uint64(len(rest)) {
+				return 0, fmt.Errorf("%w: zstd: truncated skippable frame", ErrRecords)
+			}
+			p = rest[h.SkippableSize:]
+			continue
+		}
+		if h.HasFCS {
+			if content += h.FrameContentSize; content > uint64(l.MaxBytes) || content < h.FrameContentSize {
+				return 0, ErrTooLarge
+			}
+		}
+		w := h.WindowSize
+		if h.SingleSegment {
+			w = h.FrameContentSize
+		}
+		if w > uint64(l.maxMemory()) {
+			return 0, fmt.Errorf("%w: zstd window of %d bytes, limit %d", ErrDecodeMemory, w, l.maxMemory())
+		}
+		most = max(most, w)
+		if p, err = skipZstdBlocks(p[h.HeaderSize:], h.HasCheckSum); err != nil {
+			return 0, err
 		}
 	}
-	w = max(w, zstd.MinWindowSize)
-	if w > uint64(l.maxMemory()) {
-		return 0, fmt.Errorf("%w: zstd window of %d bytes, limit %d", ErrDecodeMemory, w, l.maxMemory())
+	return int(most), nil
+}
+
+// skipZstdBlocks returns what follows the blocks (and checksum) of a frame
+// whose header has been read.
+func skipZstdBlocks(p []byte, checksum bool) ([]byte, error) {
+	for {
+		if len(p) < 3 {
+			return nil, fmt.Errorf("%w: zstd: truncated block header", ErrRecords)
+		}
+		bh := uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16
+		size := int(bh >> 3)
+		switch (bh >> 1) & 3 {
+		case 1: // RLE: one byte repeated size times
+			size = 1
+		case 3:
+			return nil, fmt.Errorf("%w: zstd: reserved block type", ErrRecords)
+		}
+		if p = p[3:]; size > len(p) {
+			return nil, fmt.Errorf("%w: zstd: block of %d bytes exceeds payload", ErrRecords, size)
+		}
+		p = p[size:]
+		if bh&1 == 1 {
+			break
+		}
 	}
-	return int(w), nil
+	if checksum {
+		if len(p) < 4 {
+			return nil, fmt.Errorf("%w: zstd: truncated checksum", ErrRecords)
+		}
+		p = p[4:]
+	}
+	return p, nil
 }
 
 // SetDecodeMemory returns the most DecodeMemory of any batch of a record

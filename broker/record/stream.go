@@ -22,9 +22,10 @@ import (
 
 // pooledZstdWindow is the largest window a pooled zstd decoder accepts; what
 // it keeps after use is its ring of about this size. It covers Kafka's Java
-// producer at its default level (window log 21) and the Go clients. Frames
-// declaring more, up to Limits.MaxMemory, get a decoder of their own that
-// is closed after the batch, so a pool never keeps a large window.
+// producer at its default level (window log 21) and the Go clients. A
+// payload with a frame declaring more, up to Limits.MaxMemory, gets a
+// decoder of its own that is closed after the batch, so a pool never keeps
+// a large window.
 const pooledZstdWindow = 2 << 20
 
 var zstdPooled = sync.Pool{New: func() any {
@@ -36,8 +37,8 @@ var zstdPooled = sync.Pool{New: func() any {
 	return d
 }}
 
-// zstdDecoder returns a decoder for a payload whose first frame declares
-// window bytes under limit, and whether it comes from the pool.
+// zstdDecoder returns a decoder for a payload whose largest frame window is
+// window bytes, under limit, and whether it comes from the pool.
 func zstdDecoder(window, limit int) (*zstd.Decoder, bool, error) {
 	if window <= pooledZstdWindow && limit >= pooledZstdWindow {
 		v := zstdPooled.Get()

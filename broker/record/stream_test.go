@@ -357,3 +357,36 @@ func TestPooledStateRetained(t *testing.T) {
 		t.Errorf("heap in use grew from %d to %d bytes", inuse0, inuse1)
 	}
 }
+
+// TestZstdFrames: every frame of a payload is held to the window limit and
+// decides which decoder serves it, a skippable frame included.
+func TestZstdFrames(t *testing.T) {
+	plain, err := Build(NewSpec(sampleRecs(3)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plain.Payload()
+	half := len(p) / 2
+	skippable := []byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'}
+	l := Limits{MaxBytes: 1 << 20}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    error
+		memory  int
+	}{
+		{"small-then-8MiB", append(zstdRawFrame(20, 0, p[:half]), zstdRawFrame(23, 0, p[half:])...), nil, 8 << 20},
+		{"skippable-then-2MiB", append(append([]byte(nil), skippable...), zstdRawFrame(21, 0, p)...), nil, 2 << 20},
+		{"small-then-512MiB", append(zstdRawFrame(20, 0, p[:half]), zstdRawFrame(29, 0, p[half:])...), ErrDecodeMemory, 0},
+		{"truncated", zstdRawFrame(20, 0, p)[:20], ErrRecords, 0},
+	} {
+		b := withPayload(t, plain, CodecZstd, tc.payload)
+		n, err := b.DecodeMemory(l)
+		if !errors.Is(err, tc.want) || (tc.want == nil && n != streamBufSize+tc.memory+zstdBlockSpace) {
+			t.Errorf("%s: DecodeMemory %d, %v; want %v", tc.name, n, err, tc.want)
+		}
+		if _, err := b.Check(Checks{Limits: l}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Check %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
