@@ -12,6 +12,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // Produce: v0-13
@@ -142,11 +143,20 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 			env.logger().Error("produce append failed", "topic", topic, "partition", part, "err", err)
 		}
 		// As Kafka's ReplicaManager: a RecordValidationException
-		// (INVALID_RECORD) carries its message to the producer; a
-		// CorruptRecordException (CRC mismatch) does not.
+		// (INVALID_RECORD, INVALID_TIMESTAMP) carries its message and
+		// the index and message of each refused record (v8+) to the
+		// producer; a CorruptRecordException (CRC mismatch) does not.
 		msg := ""
 		if code == kerr.InvalidRecord.Code {
 			msg = err.Error()
+		}
+		if verr := (*record.ValidationError)(nil); errors.As(err, &verr) {
+			msg = verr.Error()
+			for _, re := range verr.Records {
+				er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				er.RelativeOffset, er.ErrorMessage = re.Index, &re.Message
+				sp.ErrorRecords = append(sp.ErrorRecords, er)
+			}
 		}
 		return code, msg
 	}

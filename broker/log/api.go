@@ -81,6 +81,10 @@ type AppendInfo struct {
 	LogStartOffset int64
 	NumRecords     int
 	Duplicate      bool // an idempotent retry: nothing written, offsets are the original ones
+	// OffsetOfMaxTimestamp is the offset of the first record with the
+	// largest timestamp appended (LogValidator's offsetOfMaxTimestamp);
+	// -1 when no record has a timestamp or for a duplicate.
+	OffsetOfMaxTimestamp int64
 }
 
 // Region is a range of bytes of one segment file: whole record batches, ready

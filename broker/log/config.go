@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // DefaultConfig returns Kafka 4's topic defaults (LogConfig / ServerLogConfigs).
@@ -76,6 +78,12 @@ type Options struct {
 	// MaxDecompressedBytes caps the size a compressed batch may inflate to
 	// during validation, timestamp lookups and compaction (default 128 MiB).
 	MaxDecompressedBytes int
+	// MaxDecodeMemory caps the decoder state one validation may hold (a
+	// zstd window, a snappy block); default record.DefaultMaxDecodeMemory,
+	// zstd's own 128 MiB window limit. A batch needing more is
+	// CORRUPT_MESSAGE. record.Limits.Bound gives the most one validation
+	// may hold under both limits.
+	MaxDecodeMemory int
 	// ConfigFor returns the configuration of a partition found on disk at
 	// Open; DefaultConfig when nil. Create passes its own.
 	ConfigFor func(TopicPartition) Config
@@ -131,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDecompressedBytes <= 0 {
 		o.MaxDecompressedBytes = 128 << 20
+	}
+	if o.MaxDecodeMemory <= 0 {
+		o.MaxDecodeMemory = record.DefaultMaxDecodeMemory
 	}
 	if o.FlushCheckInterval <= 0 {
 		o.FlushCheckInterval = time.Second

@@ -51,27 +51,6 @@ type Log struct {
 	lastFlushNs   atomic.Int64
 }
 
-// scratchPool holds the decompression buffers validateSet uses. A buffer that
-// grew for a batch is kept (a 128 KiB producer batch of incompressible lz4
-// data decompresses to about 126 KiB, so a fixed 64 KiB buffer would be
-// outgrown and reallocated for every batch), but not past
-// maxPooledScratch: a rare huge batch does not pin its buffer in the pool.
-var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-// maxPooledScratch is the largest decompression buffer returned to
-// scratchPool: twice the default max.message.bytes (1 MiB) leaves room for
-// well-compressed batches at the default while bounding what the pool keeps
-// to about 2 MiB per concurrent appender.
-const maxPooledScratch = 2 << 20
-
-func putScratch(sp *[]byte) {
-	if cap(*sp) > maxPooledScratch {
-		return
-	}
-	*sp = (*sp)[:0]
-	scratchPool.Put(sp)
-}
-
 // TopicPartition returns the partition this log belongs to.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
@@ -169,8 +148,10 @@ func (l *Log) NumSegments() int { return len(l.segments()) }
 // Append validates and appends one produce record set (one or more v2
 // batches), as UnifiedLog.appendAsLeader with the coordinator's origin:
 // control batches (transaction markers) are accepted. The batches' base
-// offset, leader epoch and, for LogAppendTime topics, timestamp and CRC are
-// rewritten in place in records.
+// offset, leader epoch and, where LogValidator would change them, timestamp
+// type, max timestamp and CRC are rewritten in place in records; a
+// compressed batch whose inner offsets are out of sequence is rebuilt into
+// a new buffer, as LogValidator rebuilds it.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	return l.append(records, leaderEpoch, false)
 }
@@ -186,112 +167,166 @@ func (l *Log) AppendFromClient(records []byte, leaderEpoch int32) (AppendInfo, e
 type setInfo struct {
 	batches, records int
 	maxTimestamp     int64
-	offsetDelta      int64 // sum over batches of lastOffsetDelta+1
+	// maxTimestampDelta is the position in the set (offset minus the
+	// first offset) of the first record with maxTimestamp.
+	maxTimestampDelta int64
+	compressed        bool  // some batch is compressed
+	offsetDelta       int64 // sum over batches of lastOffsetDelta+1
 }
 
 // validateSet checks every batch of a record set before the lock is taken,
-// as UnifiedLog.analyzeAndValidateRecords and LogValidator do.
-func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, error) {
-	info := setInfo{maxTimestamp: -1}
-	if len(set) == 0 {
-		return info, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
+// as UnifiedLog.analyzeAndValidateRecords and LogValidator do. It returns
+// the set to append: set itself, its headers rewritten in place, unless a
+// batch had to be rebuilt (inner offsets out of sequence in a compressed
+// batch), when it is a new set holding the rebuilt batch.
+func (l *Log) validateSet(set []byte, cfg *Config, client bool) (setInfo, []byte, error) {
+	info, rebuilt, err := l.validateBatches(set, cfg, client)
+	if err != nil || len(rebuilt) == 0 {
+		return info, set, err
 	}
-	sp := scratchPool.Get().(*[]byte)
-	defer putScratch(sp)
+	out := make([]byte, 0, len(set))
+	prev := 0
+	for _, r := range rebuilt {
+		out = append(append(out, set[prev:r.at]...), r.b...)
+		prev = r.at + r.size
+	}
+	return info, append(out, set[prev:]...), nil
+}
+
+// rebuiltBatch is a batch of a produce set that validation rebuilt: the
+// original's position and size in the set, and the new bytes.
+type rebuiltBatch struct {
+	at, size int
+	b        record.Batch
+}
+
+// validateBatches validates each batch of set, rewriting headers in place,
+// and returns the batches it had to rebuild.
+func (l *Log) validateBatches(set []byte, cfg *Config, client bool) (setInfo, []rebuiltBatch, error) {
+	info := setInfo{maxTimestamp: -1, maxTimestampDelta: -1}
+	var rebuilt []rebuiltBatch
+	if len(set) == 0 {
+		return info, nil, fmt.Errorf("%w: empty record set", ErrInvalidRecord)
+	}
+	now := l.opts.Clock().UnixMilli()
 	for rest := set; len(rest) > 0; {
 		b, r, err := record.Next(rest)
 		if err != nil {
-			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return info, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		rest = r
 		if len(b) > cfg.MaxMessageBytes {
-			return info, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
+			return info, nil, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
 		}
 		if b.Magic() != 2 {
-			return info, fmt.Errorf("%w: magic %d", ErrInvalidRecord, b.Magic())
+			return info, nil, fmt.Errorf("%w: magic %d", ErrInvalidRecord, b.Magic())
 		}
 		// One pass computes the CRC: length and CRC failures are corruption
 		// (CorruptRecordException), the rest invalid records.
 		if err := b.Validate(); err != nil {
 			if errors.Is(err, record.ErrCRC) || errors.Is(err, record.ErrShort) || errors.Is(err, record.ErrBadLength) || errors.Is(err, record.ErrCodec) {
-				return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return info, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
-			return info, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+			return info, nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
 		if client && b.Control() {
-			return info, fmt.Errorf("%w: clients may not write control records", ErrInvalidRecord)
+			return info, nil, fmt.Errorf("%w: clients may not write control records", ErrInvalidRecord)
 		}
 		if client && b.BaseOffset() != 0 {
-			return info, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
+			return info, nil, fmt.Errorf("%w: batch base offset %d, should be 0", ErrInvalidRecord, b.BaseOffset())
 		}
-		if err := b.ValidateRecordsReuse(l.opts.MaxDecompressedBytes, sp); err != nil {
-			if errors.Is(err, record.ErrTooLarge) {
-				return info, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+		checks := l.recordChecks(b, cfg, now)
+		res, err := b.Check(checks)
+		if err != nil {
+			return info, nil, recordError(err)
+		}
+		if res.Rebuild {
+			// LogValidator.buildRecordsAndAssignOffsets; the new
+			// batch's size is checked again (messageSizeMaybeChanged).
+			nb, err := b.Rebuild(checks.Limits)
+			if err != nil {
+				return info, nil, recordError(err)
 			}
-			return info, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
-		}
-		if cfg.CleanupPolicy&PolicyCompact != 0 && !b.Control() {
-			if err := requireKeys(b, l.opts.MaxDecompressedBytes, sp); err != nil {
-				return info, err
+			if len(nb) > cfg.MaxMessageBytes {
+				return info, nil, fmt.Errorf("%w: rebuilt batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(nb), cfg.MaxMessageBytes)
 			}
+			rebuilt = append(rebuilt, rebuiltBatch{at: len(set) - len(rest) - len(b), size: len(b), b: nb})
+			b = nb
 		}
-		if cfg.TimestampType == CreateTime && !b.Control() {
-			if err := l.checkTimestamps(b, cfg, sp); err != nil {
-				return info, err
-			}
+		// As LogValidator: a CreateTime batch carries the true maximum of
+		// its records' timestamps, whatever the producer wrote in the
+		// header, so that the time index and ListOffsets by timestamp
+		// find its records (setMaxTimestamp rewrites only a wrong header).
+		if cfg.TimestampType == CreateTime {
+			b.SetMaxTimestamp(false, res.MaxTimestamp)
 		}
+		if res.MaxTimestamp > info.maxTimestamp {
+			info.maxTimestamp = res.MaxTimestamp
+			info.maxTimestampDelta = info.offsetDelta + int64(res.MaxTimestampDelta)
+		}
+		info.compressed = info.compressed || b.Codec() != record.CodecNone
 		info.batches++
 		info.records += int(b.RecordCount())
 		info.offsetDelta += int64(b.LastOffsetDelta()) + 1
-		info.maxTimestamp = max(info.maxTimestamp, b.MaxTimestamp())
 	}
-	return info, nil
+	return info, rebuilt, nil
 }
 
-// requireKeys enforces that a compacted topic only accepts keyed records
-// (LogValidator: "Compacted topic cannot accept message without key").
-func requireKeys(b record.Batch, limit int, sp *[]byte) error {
-	it, err := b.RecordsReuse(limit, sp)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+// unlimitedMs is how a timestamp bound Kafka leaves unlimited
+// (Long.MAX_VALUE ms) arrives here: durations of half the range and more.
+const unlimitedMs = time.Duration(math.MaxInt64) / 2
+
+// boundMs converts message.timestamp.before.max.ms or after.max.ms to
+// Kafka's milliseconds, Long.MAX_VALUE when unlimited.
+func boundMs(d time.Duration) int64 {
+	if d >= unlimitedMs {
+		return math.MaxInt64
 	}
-	for r, ok := it.Next(); ok; r, ok = it.Next() {
-		if r.Key == nil {
-			return fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)
-		}
-	}
-	return nil
+	return d.Milliseconds()
 }
 
-// checkTimestamps applies message.timestamp.after.max.ms and
-// before.max.ms to CreateTime records (LogValidator.validateTimestamp). The
-// upper bound is checked against the batch's max timestamp; the lower bound,
-// which is unlimited by default, needs every record's timestamp.
-func (l *Log) checkTimestamps(b record.Batch, cfg *Config, sp *[]byte) error {
-	const unlimited = time.Duration(math.MaxInt64) / 2
-	now := l.opts.Clock().UnixMilli()
-	after, before := cfg.TimestampAfterMax.Milliseconds(), cfg.TimestampBeforeMax.Milliseconds()
-	if ts := b.MaxTimestamp(); ts != record.NoTimestamp && cfg.TimestampAfterMax < unlimited && ts > now+after {
-		return fmt.Errorf("%w: timestamp %d is more than %d ms after the broker's time %d", ErrInvalidTimestamp, ts, after, now)
+// recordChecks returns the per-record checks LogValidator.validateRecord
+// applies to b under cfg: keys on a compacted topic, and for CreateTime the
+// message.timestamp.before.max.ms and after.max.ms bounds around now.
+// Control batches, which only the coordinators write with their own
+// clock, are not held to the timestamp bounds.
+func (l *Log) recordChecks(b record.Batch, cfg *Config, now int64) record.Checks {
+	return record.Checks{
+		Limits:             record.Limits{MaxBytes: l.opts.MaxDecompressedBytes, MaxMemory: l.opts.MaxDecodeMemory},
+		RequireKeys:        cfg.CleanupPolicy&PolicyCompact != 0 && !b.Control(),
+		TopicLogAppendTime: cfg.TimestampType == LogAppendTime,
+		CheckTimestamps:    cfg.TimestampType == CreateTime && !b.Control(),
+		NowMs:              now,
+		BeforeMaxMs:        boundMs(cfg.TimestampBeforeMax),
+		AfterMaxMs:         boundMs(cfg.TimestampAfterMax),
+		Partition:          &l.tp,
 	}
-	if cfg.TimestampBeforeMax >= unlimited {
-		return nil
+}
+
+// recordError maps an error of record.Batch.Check to the log's errors: the
+// records a check refused keep their *record.ValidationError (for the
+// produce answer's record errors) under INVALID_TIMESTAMP or
+// INVALID_RECORD; a payload past the decompressed size is
+// MESSAGE_TOO_LARGE; one whose decoder would need more memory than allowed
+// (a zstd frame declaring too large a window) is CORRUPT_MESSAGE.
+func recordError(err error) error {
+	var verr *record.ValidationError
+	switch {
+	case errors.As(err, &verr) && verr.Timestamp:
+		return fmt.Errorf("%w: %w", ErrInvalidTimestamp, verr)
+	case errors.As(err, &verr):
+		return fmt.Errorf("%w: %w", ErrInvalidRecord, verr)
+	case errors.Is(err, record.ErrTooLarge):
+		return fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+	case errors.Is(err, record.ErrDecodeMemory):
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	it, err := b.RecordsReuse(l.opts.MaxDecompressedBytes, sp)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
-	}
-	for r, ok := it.Next(); ok; r, ok = it.Next() {
-		if ts := b.BaseTimestamp() + r.TimestampDelta; ts != record.NoTimestamp && ts < now-before {
-			return fmt.Errorf("%w: timestamp %d is more than %d ms before the broker's time %d", ErrInvalidTimestamp, ts, before, now)
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 }
 
 func (l *Log) append(set []byte, leaderEpoch int32, client bool) (AppendInfo, error) {
 	cfg := l.cfg.Load()
-	info, err := l.validateSet(set, cfg, client)
+	info, set, err := l.validateSet(set, cfg, client)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -331,7 +366,7 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 		if isDup {
 			ps.reset()
 			return AppendInfo{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
-				LogStartOffset: l.logStart.Load(), NumRecords: int(dup.lastOffset-dup.firstOffset) + 1, Duplicate: true}, nil
+				LogStartOffset: l.logStart.Load(), NumRecords: int(dup.lastOffset-dup.firstOffset) + 1, Duplicate: true, OffsetOfMaxTimestamp: -1}, nil
 		}
 		next = b.NextOffset()
 	}
@@ -387,8 +422,19 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 	if l.m != nil {
 		l.m.flusher.noteDirty(l)
 	}
+	// LogValidator's offsetOfMaxTimestamp: with LogAppendTime the last
+	// offset, or the first of a compressed batch.
+	offMax := int64(-1)
+	switch {
+	case appendTime >= 0 && info.compressed:
+		offMax = first
+	case appendTime >= 0:
+		offMax = next - 1
+	case info.maxTimestampDelta >= 0:
+		offMax = first + info.maxTimestampDelta
+	}
 	return AppendInfo{FirstOffset: first, LastOffset: next - 1, LogAppendTime: appendTime,
-		LogStartOffset: l.logStart.Load(), NumRecords: info.records}, nil
+		LogStartOffset: l.logStart.Load(), NumRecords: info.records, OffsetOfMaxTimestamp: offMax}, nil
 }
 
 func (l *Log) publishUnstable() {

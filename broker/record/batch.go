@@ -308,3 +308,19 @@ func (b Batch) ValidateStored() error {
 	}
 	return nil
 }
+
+// SetMaxTimestamp sets the timestamp type and the max timestamp and
+// recomputes the CRC, as Kafka's DefaultRecordBatch.setMaxTimestamp: when
+// neither changes the batch is left as it is and its CRC is not computed.
+func (b Batch) SetMaxTimestamp(logAppendTime bool, ts int64) {
+	if b.LogAppendTime() == logAppendTime && b.MaxTimestamp() == ts {
+		return
+	}
+	attrs := b.u16(attributesPos) &^ timestampTypeMask
+	if logAppendTime {
+		attrs |= timestampTypeMask
+	}
+	binary.BigEndian.PutUint16(b[attributesPos:], attrs)
+	binary.BigEndian.PutUint64(b[maxTimestampPos:], uint64(ts))
+	b.UpdateCRC()
+}

@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,14 +20,6 @@ import (
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 const xerialHeaderLen = 16 // magic, int32 version, int32 min compatible version
-
-var zstdDecoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		return err
-	}
-	return d
-}}
 
 // Decompress inflates a batch payload compressed with codec. The result never
 // exceeds limit bytes: a larger payload yields ErrTooLarge without being
@@ -59,16 +52,27 @@ func Decompress(codec Codec, src []byte, limit int, scratch []byte) ([]byte, err
 		lz4Readers.Put(lr)
 		return out, err
 	case CodecZstd:
-		v := zstdDecoders.Get()
-		d, ok := v.(*zstd.Decoder)
-		if !ok {
-			return nil, fmt.Errorf("zstd decoder: %v", v)
+		// The same window limit and decoder pooling as validation:
+		// stored batches passed it, but the log cleaner and timestamp
+		// lookups must not trust a segment blindly.
+		l := Limits{MaxBytes: limit}
+		window, err := zstdWindow(src, l)
+		if err != nil {
+			return nil, err
 		}
-		defer zstdDecoders.Put(d)
+		d, pooled, err := zstdDecoder(window, l.maxMemory())
+		if err != nil {
+			return nil, fmt.Errorf("zstd decoder: %w", err)
+		}
+		defer releaseZstd(d, pooled)
 		if err := d.Reset(bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("%w: zstd: %v", ErrRecords, err)
+			return nil, zstdError(err)
 		}
-		return readLimited(d, limit, scratch, "zstd")
+		out, err := readLimited(d, limit, scratch, "zstd")
+		if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, fmt.Errorf("%w: %w", ErrDecodeMemory, err)
+		}
+		return out, err
 	}
 	return nil, fmt.Errorf("%w: %d", ErrCodec, codec)
 }
@@ -99,7 +103,7 @@ func readLimited(r io.Reader, limit int, scratch []byte, name string) ([]byte, e
 			return buf, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrRecords, name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrRecords, name, err)
 		}
 	}
 }

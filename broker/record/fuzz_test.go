@@ -1,6 +1,9 @@
 package record
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func fuzzSeeds(f *testing.F) {
 	for _, c := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
@@ -33,7 +36,7 @@ func FuzzBatch(f *testing.F) {
 			}
 			_ = b.Validate()
 			_ = b.ValidateStored()
-			_ = b.ValidateRecords(1<<20, nil)
+			_ = b.ValidateRecords(1 << 20)
 			_, _ = b.ControlOf()
 			rest = r
 		}
@@ -49,6 +52,35 @@ func FuzzRecords(f *testing.F) {
 		it := NewIter(data, count)
 		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			_ = r.Headers()
+		}
+	})
+}
+
+// FuzzCompressedPayload feeds arbitrary payloads to every codec's decoder
+// through Check: they must be refused or accepted without panicking, and a
+// payload whose headers already exceed the limits (DecodeMemory) must be
+// refused by Check too.
+func FuzzCompressedPayload(f *testing.F) {
+	plain, err := Build(NewSpec(sampleRecs(2)...))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		p, err := Compress(c, plain.Payload())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(byte(c), p)
+	}
+	f.Add(byte(CodecZstd), zstdRawFrame(29, 0, plain.Payload()))
+	l := Limits{MaxBytes: 1 << 20, MaxMemory: 8 << 20}
+	f.Fuzz(func(t *testing.T, codec byte, payload []byte) {
+		c := Codec(codec%4 + 1)
+		b := withPayload(t, plain, c, payload)
+		_, merr := b.DecodeMemory(l)
+		_, err := b.Check(Checks{Limits: l})
+		if merr != nil && (errors.Is(merr, ErrDecodeMemory) || errors.Is(merr, ErrTooLarge)) && err == nil {
+			t.Fatalf("DecodeMemory refused (%v) what Check accepted", merr)
 		}
 	})
 }

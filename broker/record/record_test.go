@@ -41,7 +41,7 @@ func TestBuildAccessorsAllCodecs(t *testing.T) {
 			if err := b.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			if err := b.ValidateRecords(1<<20, nil); err != nil {
+			if err := b.ValidateRecords(1 << 20); err != nil {
 				t.Fatalf("ValidateRecords: %v", err)
 			}
 			checks := []struct {
@@ -156,17 +156,17 @@ func TestValidateRecordsDetectsBadInner(t *testing.T) {
 	s.Records[2].OffsetDelta = 5
 	s.LastOffsetDelta = 2
 	b, _ := Build(s)
-	if err := b.ValidateRecords(1<<20, nil); !errors.Is(err, ErrRecords) {
+	if err := b.ValidateRecords(1 << 20); !errors.Is(err, ErrRecords) {
 		t.Fatalf("gap in offset deltas: %v", err)
 	}
 	b, _ = Build(NewSpec(sampleRecs(3)...))
 	b[recordCountPos+3] = 2 // header claims 2 records; 3 present
-	if err := b.ValidateRecords(1<<20, nil); !errors.Is(err, ErrRecords) {
+	if err := b.ValidateRecords(1 << 20); !errors.Is(err, ErrRecords) {
 		t.Fatalf("trailing record: %v", err)
 	}
 	b, _ = Build(NewSpec(sampleRecs(3)...))
 	b[recordCountPos+3] = 4
-	if err := b.ValidateRecords(1<<20, nil); !errors.Is(err, ErrRecords) {
+	if err := b.ValidateRecords(1 << 20); !errors.Is(err, ErrRecords) {
 		t.Fatalf("missing record: %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestControlBatch(t *testing.T) {
 		if err := b.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.ValidateRecords(1<<16, nil); err != nil {
+		if err := b.ValidateRecords(1 << 16); err != nil {
 			t.Fatal(err)
 		}
 		c, err := b.ControlOf()
@@ -258,7 +258,7 @@ func TestAllocsValidate(t *testing.T) {
 		if err := b.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.ValidateRecords(1<<20, nil); err != nil {
+		if err := b.ValidateRecords(1 << 20); err != nil {
 			t.Fatal(err)
 		}
 		b.SetBaseOffset(5)
@@ -288,7 +288,7 @@ func BenchmarkValidate(b *testing.B) {
 	b.Run("records", func(b *testing.B) {
 		b.SetBytes(int64(len(bt)))
 		for i := 0; i < b.N; i++ {
-			if err := bt.ValidateRecords(2<<20, nil); err != nil {
+			if err := bt.ValidateRecords(2 << 20); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -123,54 +123,63 @@ func readRecord(p []byte) (Record, []byte, error) {
 	if size < 0 || int(size) > len(p) {
 		return r, nil, fmt.Errorf("record size %d out of range", size)
 	}
-	body, rest := p[:size], p[size:]
-	if len(body) < 1 {
-		return r, nil, fmt.Errorf("empty record")
+	if err := parseBody(&r, p[:size], size); err != nil {
+		return r, nil, err
 	}
+	return r, p[size:], nil
+}
+
+// parseBody decodes a record body of size bytes (DefaultRecord.readFrom
+// after the length): every field must lie within it and fill it exactly.
+func parseBody(r *Record, body []byte, size int32) error {
+	if len(body) < 1 {
+		return fmt.Errorf("empty record")
+	}
+	var err error
 	r.Attributes = int8(body[0])
 	body = body[1:]
 	if r.TimestampDelta, body, err = readVarint(body); err != nil {
-		return r, nil, err
+		return err
 	}
 	if r.OffsetDelta, body, err = readVarint32(body); err != nil {
-		return r, nil, err
+		return err
 	}
 	if r.Key, body, err = readBytes(body); err != nil {
-		return r, nil, err
+		return err
 	}
 	if r.Value, body, err = readBytes(body); err != nil {
-		return r, nil, err
+		return err
 	}
 	n, body, err := readVarint32(body)
 	if err != nil {
-		return r, nil, err
+		return err
 	}
 	if n < 0 {
-		return r, nil, fmt.Errorf("negative header count %d", n)
+		return fmt.Errorf("negative header count %d", n)
 	}
 	// Each header takes at least two bytes, which bounds n by the body.
 	if int(n) > len(body)/2 {
-		return r, nil, fmt.Errorf("header count %d exceeds the record", n)
+		return fmt.Errorf("header count %d exceeds the record", n)
 	}
 	r.NumHeaders = int(n)
 	hdrStart := body
 	for i := int32(0); i < n; i++ {
 		var k []byte
 		if k, body, err = readBytes(body); err != nil {
-			return r, nil, err
+			return err
 		}
 		if k == nil {
-			return r, nil, fmt.Errorf("null header key")
+			return fmt.Errorf("null header key")
 		}
 		if _, body, err = readBytes(body); err != nil {
-			return r, nil, err
+			return err
 		}
 	}
 	r.headers = hdrStart[:len(hdrStart)-len(body)]
 	if len(body) != 0 {
-		return r, nil, fmt.Errorf("record size %d leaves %d unread bytes", size, len(body))
+		return fmt.Errorf("record size %d leaves %d unread bytes", size, len(body))
 	}
-	return r, rest, nil
+	return nil
 }
 
 // Records returns an iterator over the batch's records, decompressing the
@@ -188,50 +197,14 @@ func (b Batch) Records(limit int, scratch []byte) (Iter, error) {
 }
 
 // ValidateRecords checks the records inside the batch as Kafka's
-// LogValidator does: each record parses within its declared size, offset
-// deltas run 0,1,2,... without gaps, the number of records equals
-// recordCount, and a control batch holds exactly one well-formed control
-// record. limit caps the decompressed size; scratch is reused if possible.
-func (b Batch) ValidateRecords(limit int, scratch []byte) error {
-	return b.ValidateRecordsReuse(limit, &scratch)
-}
-
-// ValidateRecordsReuse is ValidateRecords for a caller that validates many
-// batches: as RecordsReuse, the decompression buffer, grown as needed, is
-// handed back in *scratch, so a compressed batch larger than the caller's
-// initial buffer is decompressed without a new allocation the next time.
-// The caller decides how large a buffer it keeps.
-func (b Batch) ValidateRecordsReuse(limit int, scratch *[]byte) error {
-	it, err := b.RecordsReuse(limit, scratch)
-	if err != nil {
-		return err
-	}
-	var i int32
-	for {
-		r, ok := it.Next()
-		if !ok {
-			break
-		}
-		if r.OffsetDelta != i {
-			return fmt.Errorf("%w: record %d has offset delta %d", ErrRecords, i, r.OffsetDelta)
-		}
-		if b.Control() {
-			if _, err := ParseControl(r); err != nil {
-				return err
-			}
-		}
-		i++
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if i != b.RecordCount() {
-		return fmt.Errorf("%w: %d records, header says %d", ErrRecords, i, b.RecordCount())
-	}
-	if b.Control() && i != 1 {
-		return fmt.Errorf("%w: control batch with %d records", ErrControl, i)
-	}
-	return nil
+// LogValidator does (see Check, which it calls without record checks):
+// each record parses within its declared size, offset deltas run 0,1,2,...
+// without gaps, the number of records equals recordCount, and a control
+// batch holds exactly one well-formed control record. limit caps the
+// decompressed size; a compressed payload is streamed, never inflated whole.
+func (b Batch) ValidateRecords(limit int) error {
+	_, err := b.Check(Checks{Limits: Limits{MaxBytes: limit}})
+	return err
 }
 
 // ControlType is the type of a control record (Kafka's ControlRecordType).

@@ -143,3 +143,28 @@ func appendHeader(dst []byte, orig Batch, attrs uint16, baseTS, maxTS int64, cou
 	dst = be.AppendUint32(dst, uint32(orig.BaseSequence()))
 	return be.AppendUint32(dst, uint32(count))
 }
+
+// Rebuild returns b rebuilt as Kafka's LogValidator.buildRecordsAndAssignOffsets
+// rebuilds a compressed batch whose records' offset deltas do not run
+// 0,1,2... (Result.Rebuild): the same records, with their keys, values,
+// headers and timestamps, renumbered and compressed again in b's codec,
+// under b's offsets, producer fields, flags and timestamp type. Unlike Check
+// it holds the decompressed records and the new payload at once, each
+// bounded by l.MaxBytes; no Java or Go client sends such batches.
+func (b Batch) Rebuild(l Limits) (Batch, error) {
+	var scratch []byte
+	it, err := b.RecordsReuse(l.MaxBytes, &scratch)
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
+		r.OffsetDelta = int32(len(recs))
+		recs = append(recs, r)
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	out, _, err := AppendRetained(nil, b, recs, -1, nil)
+	return Batch(out), err
+}

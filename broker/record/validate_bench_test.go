@@ -51,32 +51,19 @@ func lz4Batch(tb testing.TB, n int, block lz4.BlockSize) Batch {
 }
 
 // BenchmarkValidateLZ4 validates the records of a 126 KiB (decompressed)
-// LZ4 batch, the size workload A's producers send. fresh-64KiB passes a
-// 64 KiB scratch buffer every time, so the decompression outgrows it and the
-// grown buffer is lost; reuse keeps the grown buffer between batches, as
-// log.validateSet does.
+// LZ4 batch, the size workload A's producers send, streaming them out of the
+// decoder as log.validateSet does.
 func BenchmarkValidateLZ4(b *testing.B) {
 	for _, bs := range []struct {
 		name string
 		size lz4.BlockSize
 	}{{"4MiB-blocks", lz4.Block4Mb}, {"64KiB-blocks", lz4.Block64Kb}} {
 		bt := lz4Batch(b, 123, bs.size)
-		b.Run(bs.name+"/fresh-64KiB", func(b *testing.B) {
-			scratch := make([]byte, 0, 64<<10)
+		b.Run(bs.name+"/stream", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bt)))
 			for b.Loop() {
-				if err := bt.ValidateRecords(8<<20, scratch[:0]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(bs.name+"/reuse", func(b *testing.B) {
-			scratch := make([]byte, 0, 64<<10)
-			b.ReportAllocs()
-			b.SetBytes(int64(len(bt)))
-			for b.Loop() {
-				if err := bt.ValidateRecordsReuse(8<<20, &scratch); err != nil {
+				if err := bt.ValidateRecords(8 << 20); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -84,23 +71,19 @@ func BenchmarkValidateLZ4(b *testing.B) {
 	}
 }
 
-// TestValidateRecordsReuseAllocs holds the steady state of
-// BenchmarkValidateLZ4/reuse: once the buffer has grown to the batch, an
-// LZ4 batch is validated without a batch-sized allocation.
-func TestValidateRecordsReuseAllocs(t *testing.T) {
+// TestValidateRecordsAllocs holds the steady state of BenchmarkValidateLZ4:
+// an LZ4 batch is validated through pooled state, without a batch-sized
+// allocation.
+func TestValidateRecordsAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under -race")
 	}
 	bt := lz4Batch(t, 123, lz4.Block64Kb)
-	scratch := make([]byte, 0, 64<<10)
-	if err := bt.ValidateRecordsReuse(8<<20, &scratch); err != nil {
+	if err := bt.ValidateRecords(8 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if cap(scratch) < 123<<10 {
-		t.Fatalf("grown buffer not kept: cap %d", cap(scratch))
-	}
 	var err error
-	allocs := testing.AllocsPerRun(50, func() { err = bt.ValidateRecordsReuse(8<<20, &scratch) })
+	allocs := testing.AllocsPerRun(50, func() { err = bt.ValidateRecords(8 << 20) })
 	if err != nil {
 		t.Fatal(err)
 	}
