@@ -416,4 +416,5 @@ var mixedLiveScenario = Scenario{
 	Title:   "members of three client libraries share a group; one leaves, the others take over its partitions",
 	Run:     mixedGroupRun,
 	Timeout: 45 * time.Second,
+	Solo:    true,
 }

@@ -581,13 +581,15 @@ func TestDisjointCover(t *testing.T) {
 
 // TestScheduleHoldsDrivers runs a plan of single and cross-client cells
 // and checks that every cell ran once, that no driver served two cells at
-// once, and that no more than the parallel limit ran together.
+// once, that no more than the parallel limit ran together, and that solo
+// cells ran alone.
 func TestScheduleHoldsDrivers(t *testing.T) {
 	clients := []string{"a", "b", "c", "d"}
 	var plan []plannedCell
 	for i := 0; i < 3; i++ {
 		for _, c := range clients {
 			plan = append(plan, plannedCell{client: c})
+			plan = append(plan, plannedCell{s: Scenario{ID: "solo", Solo: true}, client: c})
 			for _, p := range clients {
 				plan = append(plan, plannedCell{client: c, peer: p})
 			}
@@ -599,12 +601,19 @@ func TestScheduleHoldsDrivers(t *testing.T) {
 			inUse        = map[string]int{}
 			running, top int
 			ran          int
+			soloRunning  bool
 		)
 		schedule(plan, parallel, func(pc plannedCell) {
 			mu.Lock()
 			ran++
 			running++
 			top = max(top, running)
+			if pc.s.Solo {
+				soloRunning = true
+			}
+			if soloRunning && running > 1 {
+				t.Errorf("parallel %d: a cell runs beside a solo cell", parallel)
+			}
 			held := []string{pc.client}
 			if pc.peer != "" && pc.peer != pc.client {
 				held = append(held, pc.peer)
@@ -621,6 +630,9 @@ func TestScheduleHoldsDrivers(t *testing.T) {
 				inUse[h]--
 			}
 			running--
+			if pc.s.Solo {
+				soloRunning = false
+			}
 			mu.Unlock()
 		})
 		if ran != len(plan) {
