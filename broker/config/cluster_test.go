@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -349,5 +350,27 @@ func TestClusterDefaultsAreKafkas(t *testing.T) {
 		c.Replication.LeaderImbalanceCheckInterval != 300*time.Second ||
 		c.Replication.UncleanLeaderElectionInterval != 300*time.Second || c.MetadataLog.SegmentBytes != 1073741824 {
 		t.Fatalf("typed defaults %+v", c)
+	}
+}
+
+// TestClusterKeysDocumented checks docs/configuration.md's Cluster section
+// has a row for every cluster key, with its default.
+func TestClusterKeysDocumented(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Cluster\n")
+	if !ok {
+		t.Fatal("no Cluster section")
+	}
+	for _, d := range clusterDefs {
+		row := "| `" + d.Name + "` | `" + d.Default + "` |"
+		if !d.HasDefault {
+			row = "| `" + d.Name + "` | "
+		}
+		if !strings.Contains(section, row) {
+			t.Errorf("%s: no row %q", d.Name, row)
+		}
 	}
 }
