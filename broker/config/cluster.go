@@ -219,6 +219,8 @@ type Cluster struct {
 	// listeners to clients and in its registration, controller listeners
 	// to the quorum (KIP-853). Each is the advertised.listeners entry,
 	// else the listener itself, as Kafka's effectiveAdvertised*Listeners.
+	// An empty Host is this machine's canonical host name, as Kafka
+	// advertises a listener without a host.
 	Advertised map[string]Listener
 	// InterBrokerListener is inter.broker.listener.name, else the listener
 	// named as security.inter.broker.protocol; empty on a controller-only
@@ -276,7 +278,7 @@ func notRunnablef(format string, args ...any) error {
 func (b *Broker) CheckRunnable() error {
 	c := &b.Cluster
 	if !c.Roles.Combined() {
-		return notRunnablef("process.roles=%s: Cascade runs only combined broker,controller nodes", c.Roles)
+		return notRunnablef("process.roles=%s: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet", c.Roles)
 	}
 	if n := len(c.Voters); n > 1 {
 		return notRunnablef("controller.quorum.voters: Cascade runs a single node; a quorum of %d voters is not supported yet", n)
@@ -291,7 +293,7 @@ func (b *Broker) CheckRunnable() error {
 		"share.coordinator.state.topic.min.isr"} {
 		if n, _ := asInt64(b.value(key)); n > 1 {
 			return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10),
-				Reason: "a single Cascade node can hold only 1 replica"}).Error()}
+				Reason: "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"}).Error()}
 		}
 	}
 	for _, key := range metadataLogKeys {
@@ -489,7 +491,9 @@ func (b *Broker) checkRoles() error {
 		n := c.ControllerListenerNames[0]
 		proto, ok := b.SecurityProtocolMap[n]
 		if !ok {
-			return fmt.Errorf("Controller listener with name %s defined in controller.listener.names not found in listener.security.protocol.map", n)
+			return fmt.Errorf("Controller listener with name %s defined in controller.listener.names not found in listener.security.protocol.map "+
+				"(an explicit security mapping for each controller listener is required if listener.security.protocol.map is non-empty, "+
+				"or if there are security protocols other than PLAINTEXT in use)", n)
 		}
 		c.ControllerSecurityProtocol = proto
 	}
@@ -512,6 +516,15 @@ func (b *Broker) fillAdvertised() error {
 	}
 	adv := b.str("advertised.listeners")
 	if adv == "" {
+		if !c.Standalone() {
+			// As Kafka, which advertises the listeners themselves. The
+			// single node publishes localhost for 0.0.0.0 instead.
+			for _, l := range b.Listeners {
+				if l.Host == "0.0.0.0" {
+					return errors.New("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+				}
+			}
+		}
 		b.AdvertisedListeners = b.BrokerListeners()
 		return nil
 	}
@@ -559,6 +572,10 @@ func (b *Broker) fillInterBroker() error {
 	}
 	b.InterBrokerListenerName = name
 	if !c.Roles.Broker {
+		if name != "" && containsFold(b.ControllerListenerNames, name) {
+			// As KafkaConfig.validateValues for process.roles=controller.
+			return errors.New("controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value when process.roles=controller")
+		}
 		return nil
 	}
 	if name == "" {
@@ -591,9 +608,11 @@ func (b *Broker) fillCluster() error {
 	c.HeartbeatInterval = ms("broker.heartbeat.interval.ms")
 	c.SessionTimeout = ms("broker.session.timeout.ms")
 	if c.HeartbeatInterval >= c.SessionTimeout {
-		// Kafka does not check it; a broker would be fenced between
-		// two heartbeats.
-		return fmt.Errorf("broker.heartbeat.interval.ms (%d) must be below broker.session.timeout.ms (%d)",
+		// Kafka only logs an error above half the session timeout and
+		// starts; at or above the whole of it a broker loses its lease
+		// between two heartbeats, so Cascade refuses it.
+		return fmt.Errorf("broker.heartbeat.interval.ms (%d ms) must be below broker.session.timeout.ms (%d ms), "+
+			"or a broker loses its lease between heartbeats; Kafka asks for at most half of it",
 			c.HeartbeatInterval.Milliseconds(), c.SessionTimeout.Milliseconds())
 	}
 	c.InitialRegistrationTimeout = ms("initial.broker.registration.timeout.ms")

@@ -107,11 +107,11 @@ func TestClusterSplitNodes(t *testing.T) {
 		}
 	}
 	if _, err := Load("testdata/kraft-controller.properties", nil); err == nil ||
-		err.Error() != "process.roles=controller: Cascade runs only combined broker,controller nodes" {
+		err.Error() != "process.roles=controller: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet" {
 		t.Fatalf("controller Load: %v", err)
 	}
 	if _, err := Load("testdata/kraft-broker.properties", nil); err == nil ||
-		err.Error() != "process.roles=broker: Cascade runs only combined broker,controller nodes" {
+		err.Error() != "process.roles=broker: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet" {
 		t.Fatalf("broker Load: %v", err)
 	}
 }
@@ -175,11 +175,14 @@ func TestClusterRefusals(t *testing.T) {
 		{broker, []string{"controller.listener.names="}, "controller.listener.names must contain at least one value when running KRaft with just the broker role"},
 		{broker, []string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093"}, "controller.listener.names must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role"},
 		{broker, []string{"advertised.listeners=PLAINTEXT://broker-4:9092,CONTROLLER://broker-4:9093"}, "Invalid value PLAINTEXT://broker-4:9092,CONTROLLER://broker-4:9093 for configuration advertised.listeners: advertised.listeners listener names must be equal to or a subset of the ones defined in listeners; CONTROLLER is not in listeners"},
-		{broker, []string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT"}, "Controller listener with name CONTROLLER defined in controller.listener.names not found in listener.security.protocol.map"},
+		{broker, []string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT"}, "Controller listener with name CONTROLLER defined in controller.listener.names not found in listener.security.protocol.map (an explicit security mapping for each controller listener is required if listener.security.protocol.map is non-empty, or if there are security protocols other than PLAINTEXT in use)"},
+		{controller, []string{"inter.broker.listener.name=CONTROLLER"}, "controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value when process.roles=controller"},
 		{combined, []string{"controller.listener.names="}, "controller.listener.names must contain at least one value appearing in the 'listeners' configuration when running the KRaft controller role"},
 		{combined, []string{"controller.listener.names=CONTROLLER,OTHER"}, "controller.listener.names must only contain values appearing in the 'listeners' configuration when running the KRaft controller role; OTHER is not in listeners"},
 		{controller, []string{"listeners=CONTROLLER://:9093,PLAINTEXT://:9092"}, "The listeners config must only contain KRaft controller listeners from controller.listener.names when process.roles=controller"},
 		{combined, []string{"listeners=CONTROLLER://:9093", "advertised.listeners=CONTROLLER://kafka-1:9093"}, "There must be at least one broker advertised listener. Perhaps all listeners appear in controller.listener.names?"},
+		{combined, []string{"listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://:9093", "advertised.listeners="}, "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address."},
+		{combined, []string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://kafka-1:9093"}, "Invalid value PLAINTEXT://0.0.0.0:9092,CONTROLLER://kafka-1:9093 for configuration advertised.listeners: advertised.listeners cannot use the nonroutable meta-address 0.0.0.0 or an empty host"},
 		{combined, []string{"inter.broker.listener.name=REPL"}, "Listener with name REPL defined in inter.broker.listener.name not found in listener.security.protocol.map."},
 		{combined, []string{"inter.broker.listener.name=SSL"}, "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are PLAINTEXT"},
 		{combined, []string{"inter.broker.listener.name=CONTROLLER"}, "inter.broker.listener.name: CONTROLLER must not be a controller listener (controller.listener.names)"},
@@ -190,7 +193,7 @@ func TestClusterRefusals(t *testing.T) {
 		{combined, []string{"offsets.topic.replication.factor=0"}, "--override offsets.topic.replication.factor=0: Invalid value 0 for configuration offsets.topic.replication.factor: Value must be at least 1"},
 		{combined, []string{"transaction.state.log.replication.factor=0"}, "--override transaction.state.log.replication.factor=0: Invalid value 0 for configuration transaction.state.log.replication.factor: Value must be at least 1"},
 		{combined, []string{"transaction.state.log.min.isr=0"}, "--override transaction.state.log.min.isr=0: Invalid value 0 for configuration transaction.state.log.min.isr: Value must be at least 1"},
-		{combined, []string{"broker.heartbeat.interval.ms=9000"}, "broker.heartbeat.interval.ms (9000) must be below broker.session.timeout.ms (9000)"},
+		{combined, []string{"broker.heartbeat.interval.ms=9000"}, "broker.heartbeat.interval.ms (9000 ms) must be below broker.session.timeout.ms (9000 ms), or a broker loses its lease between heartbeats; Kafka asks for at most half of it"},
 		{combined, []string{"broker.session.timeout.ms=0"}, "--override broker.session.timeout.ms=0: Invalid value 0 for configuration broker.session.timeout.ms: Value must be at least 1"},
 		{combined, []string{"controller.quorum.election.timeout.ms=0"}, "--override controller.quorum.election.timeout.ms=0: Invalid value 0 for configuration controller.quorum.election.timeout.ms: Value must be at least 1"},
 		{combined, []string{"controller.quorum.retry.backoff.ms=-1"}, "--override controller.quorum.retry.backoff.ms=-1: Invalid value -1 for configuration controller.quorum.retry.backoff.ms: Value must be at least 0"},
@@ -223,8 +226,8 @@ func TestCheckRunnable(t *testing.T) {
 		overrides []string
 		want      string
 	}{
-		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica"},
-		{[]string{"offsets.topic.replication.factor=2"}, "Invalid value 2 for configuration offsets.topic.replication.factor: a single Cascade node can hold only 1 replica"},
+		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"},
+		{[]string{"offsets.topic.replication.factor=2"}, "Invalid value 2 for configuration offsets.topic.replication.factor: a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"},
 		{[]string{"controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.2:9093"}, "controller.quorum.voters: Cascade runs a single node; a quorum of 2 voters is not supported yet"},
 		{[]string{"controller.quorum.voters=", "controller.quorum.bootstrap.servers=a:1,b:2"}, "controller.quorum.bootstrap.servers: Cascade runs a single node; a quorum bootstrapped from 2 controllers is not supported yet"},
 		{[]string{"metadata.log.dir=/m"}, "metadata.log.dir=/m: Cascade's single node keeps its metadata log in its own format under log.dirs and does not configure it yet"},
