@@ -243,6 +243,9 @@ func (c *Cluster) Standalone() bool {
 		(len(c.Voters) == 0 || len(c.Voters) == 1 && c.Voters[0].ID == c.NodeID)
 }
 
+// Addr returns the voter's host:port, to dial on the controller listener.
+func (v Voter) Addr() string { return net.JoinHostPort(v.Host, strconv.Itoa(v.Port)) }
+
 // AdvertisedBrokers returns the advertised broker listeners in the order of
 // listeners.
 func (c *Cluster) AdvertisedBrokers() []Listener {

@@ -25,6 +25,9 @@ func TestClusterCombinedNodes(t *testing.T) {
 		if c.NodeID != int32(id) || !c.Roles.Combined() || c.Standalone() || !reflect.DeepEqual(c.Voters, voters) {
 			t.Fatalf("node %d: %+v", id, c)
 		}
+		if c.Voters[1].Addr() != "kafka-2:9093" {
+			t.Fatalf("voter addr %s", c.Voters[1].Addr())
+		}
 		if len(c.ControllerListeners) != 1 || c.ControllerListeners[0] != (Listener{"CONTROLLER", "", 9093, "PLAINTEXT"}) ||
 			len(c.BrokerListeners) != 1 || c.BrokerListeners[0] != (Listener{"PLAINTEXT", "", 9092, "PLAINTEXT"}) {
 			t.Fatalf("node %d listeners: %+v %+v", id, c.ControllerListeners, c.BrokerListeners)
