@@ -314,14 +314,12 @@ func (b *Broker) fillKRaft() error {
 	c := &b.Cluster
 	b.NodeID = b.value("node.id").(int32)
 	c.NodeID = b.NodeID
+	// The def's validator refuses an empty list: Kafka 4 runs only in
+	// KRaft mode.
 	b.ProcessRoles = b.value("process.roles").([]string)
 	for _, r := range b.ProcessRoles {
 		c.Roles.Broker = c.Roles.Broker || r == "broker"
 		c.Roles.Controller = c.Roles.Controller || r == "controller"
-	}
-	if !c.Roles.Broker && !c.Roles.Controller {
-		return &ValueError{Name: "process.roles", Value: b.str("process.roles"),
-			Reason: "Kafka 4 runs only in KRaft mode: process.roles must contain broker, controller or both"}
 	}
 	b.ControllerListenerNames = nil
 	for _, n := range splitList(b.str("controller.listener.names")) {

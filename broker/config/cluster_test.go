@@ -179,6 +179,9 @@ func TestClusterRefusals(t *testing.T) {
 		{broker, []string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093"}, "controller.listener.names must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role"},
 		{broker, []string{"advertised.listeners=PLAINTEXT://broker-4:9092,CONTROLLER://broker-4:9093"}, "Invalid value PLAINTEXT://broker-4:9092,CONTROLLER://broker-4:9093 for configuration advertised.listeners: advertised.listeners listener names must be equal to or a subset of the ones defined in listeners; CONTROLLER is not in listeners"},
 		{broker, []string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT"}, "Controller listener with name CONTROLLER defined in controller.listener.names not found in listener.security.protocol.map (an explicit security mapping for each controller listener is required if listener.security.protocol.map is non-empty, or if there are security protocols other than PLAINTEXT in use)"},
+		// Without the map, CONTROLLER maps to PLAINTEXT only when no SSL or
+		// SASL listener name is in use, as Kafka.
+		{"", []string{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@c:9093", "controller.listener.names=CONTROLLER,SSL"}, "Controller listener with name CONTROLLER defined in controller.listener.names not found in listener.security.protocol.map (an explicit security mapping for each controller listener is required if listener.security.protocol.map is non-empty, or if there are security protocols other than PLAINTEXT in use)"},
 		{controller, []string{"inter.broker.listener.name=CONTROLLER"}, "controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value when process.roles=controller"},
 		{combined, []string{"controller.listener.names="}, "controller.listener.names must contain at least one value appearing in the 'listeners' configuration when running the KRaft controller role"},
 		{combined, []string{"controller.listener.names=CONTROLLER,OTHER"}, "controller.listener.names must only contain values appearing in the 'listeners' configuration when running the KRaft controller role; OTHER is not in listeners"},
@@ -190,6 +193,8 @@ func TestClusterRefusals(t *testing.T) {
 		{combined, []string{"inter.broker.listener.name=SSL"}, "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are PLAINTEXT"},
 		{combined, []string{"inter.broker.listener.name=CONTROLLER"}, "inter.broker.listener.name: CONTROLLER must not be a controller listener (controller.listener.names)"},
 		{combined, []string{"security.inter.broker.protocol=PLAINTEXT"}, "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."},
+		{broker, []string{"process.roles="}, "--override process.roles=: Invalid value  for configuration process.roles: Configuration must not be empty"},
+		{broker, []string{"process.roles=broker,zookeeper"}, "--override process.roles=broker,zookeeper: Invalid value broker,zookeeper for configuration process.roles: String must be one of: broker, controller"},
 		{broker, []string{"node.id="}, "--override node.id=: Invalid value  for configuration node.id: Not a number of type INT"},
 		{"", []string{"process.roles=broker", "controller.quorum.bootstrap.servers=c:9093", "controller.listener.names=CONTROLLER"}, "Missing configuration `node.id` which is required when `process.roles` is defined (i.e. when running in KRaft mode)."},
 		{combined, []string{"default.replication.factor=0"}, "--override default.replication.factor=0: Invalid value 0 for configuration default.replication.factor: Value must be at least 1"},
