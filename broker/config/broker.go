@@ -200,7 +200,7 @@ var brokerDefs = newDefs(append([]*Def{
 		Validate: atLeast(1), Doc: "How often expired offsets are looked for."},
 	&Def{Name: "offset.metadata.max.bytes", Type: TypeInt, Default: "4096", HasDefault: true,
 		Doc: "The largest metadata string of a committed offset."},
-}, serverDefs...)...)
+}, append(serverDefs, clusterDefs...)...)...)
 
 // The class names of Kafka's built-in consumer group assignors.
 const (
@@ -258,6 +258,9 @@ type Broker struct {
 	InterBrokerListenerName string
 	SecurityProtocolMap     map[string]string
 	ClusterID               string // empty: generate when formatting
+	// Cluster is the KRaft view of this configuration, for composing a node
+	// of a cluster; the fields above are the single node's.
+	Cluster Cluster
 
 	LogDirs                  []string
 	NumPartitions            int32
@@ -366,19 +369,45 @@ func Default() *Broker {
 // New validates explicitly set broker configs (name to text) and returns the
 // configuration. A key Cascade does not honour is an error naming the key.
 func New(props map[string]string) (*Broker, error) {
+	return runnable(build(sortedProps(props), ""))
+}
+
+// sortedProps turns name-to-text configs into properties in name order.
+func sortedProps(props map[string]string) []Property {
 	list := make([]Property, 0, len(props))
 	for k, v := range props {
 		list = append(list, Property{Key: k, Value: v})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Key < list[j].Key })
-	return build(list, "")
+	return list
+}
+
+// runnable passes on b, err unless b fails CheckRunnable.
+func runnable(b *Broker, err error) (*Broker, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := b.CheckRunnable(); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Load reads a server.properties file (path may be empty for none) and then
 // applies each override "key=value" in order, as kafka-server-start.sh's
-// --override does, and returns the validated configuration. Errors name the
-// file and line or the override that is at fault.
+// --override does, and returns the validated configuration of a node
+// Cascade runs (CheckRunnable). Errors name the file and line or the
+// override that is at fault.
 func Load(path string, overrides []string) (*Broker, error) {
+	props, err := loadProps(path, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return runnable(build(props, path))
+}
+
+// loadProps reads path (if any) and appends the overrides.
+func loadProps(path string, overrides []string) ([]Property, error) {
 	var props []Property
 	if path != "" {
 		f, err := os.Open(path)
@@ -402,7 +431,7 @@ func Load(path string, overrides []string) (*Broker, error) {
 		}
 		props = append(props, Property{Key: strings.TrimSpace(k), Value: v, Line: -1})
 	}
-	return build(props, path)
+	return props, nil
 }
 
 // build validates props (later ones win) and fills a Broker.
@@ -478,80 +507,8 @@ func (b *Broker) str(name string) string {
 
 // fill sets the typed fields and checks rules across keys.
 func (b *Broker) fill() error {
-	b.NodeID = b.value("node.id").(int32)
-	b.ProcessRoles = b.value("process.roles").([]string)
-	if !contains(b.ProcessRoles, "broker") || !contains(b.ProcessRoles, "controller") {
-		return fmt.Errorf("process.roles=%s: Cascade runs only combined broker,controller nodes", strings.Join(b.ProcessRoles, ","))
-	}
-	b.SecurityProtocolMap = map[string]string{}
-	for _, kv := range splitList(b.str("listener.security.protocol.map")) {
-		name, proto, ok := strings.Cut(kv, ":")
-		if !ok || name == "" || proto == "" {
-			return &ValueError{Name: "listener.security.protocol.map", Value: b.str("listener.security.protocol.map"),
-				Reason: "Map entry should be of form <key><separator><value>"}
-		}
-		b.SecurityProtocolMap[strings.ToUpper(strings.TrimSpace(name))] = strings.ToUpper(strings.TrimSpace(proto))
-	}
-	var err error
-	if b.Listeners, err = b.parseListeners("listeners", b.str("listeners")); err != nil {
+	if err := b.fillKRaft(); err != nil {
 		return err
-	}
-	if len(b.Listeners) == 0 {
-		return &ValueError{Name: "listeners", Value: "", Reason: "at least one listener is required"}
-	}
-	b.ControllerListenerNames = splitList(b.str("controller.listener.names"))
-	for _, n := range b.ControllerListenerNames {
-		if !hasListener(b.Listeners, n) {
-			return fmt.Errorf("controller.listener.names: listener %s is not in listeners", n)
-		}
-	}
-	if len(b.BrokerListeners()) == 0 {
-		return fmt.Errorf("listeners: no listener is left for clients once controller.listener.names are removed")
-	}
-	if adv := b.str("advertised.listeners"); adv != "" {
-		if b.AdvertisedListeners, err = b.parseListeners("advertised.listeners", adv); err != nil {
-			return err
-		}
-		for _, l := range b.AdvertisedListeners {
-			if l.Host == "" {
-				return &ValueError{Name: "advertised.listeners", Value: adv,
-					Reason: "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0 or an empty host"}
-			}
-		}
-		// Clients are told only of broker listeners; a controller
-		// listener may be advertised (KIP-853) but Cascade serves none.
-		var brokers []Listener
-		for _, l := range b.AdvertisedListeners {
-			if !hasListener(b.Listeners, l.Name) {
-				// As KafkaConfig.validateValues.
-				return &ValueError{Name: "advertised.listeners", Value: adv,
-					Reason: "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners; " +
-						l.Name + " is not in listeners"}
-			}
-			if !containsFold(b.ControllerListenerNames, l.Name) {
-				brokers = append(brokers, l)
-			}
-		}
-		b.AdvertisedListeners = brokers
-	} else {
-		b.AdvertisedListeners = b.BrokerListeners()
-	}
-	b.InterBrokerListenerName = b.str("inter.broker.listener.name")
-	if n := b.InterBrokerListenerName; n != "" && !hasListener(b.Listeners, n) {
-		return fmt.Errorf("inter.broker.listener.name: listener %s is not in listeners", n)
-	}
-	for _, v := range b.value("controller.quorum.voters").([]string) {
-		voter, err := parseVoter(v)
-		if err != nil {
-			return err
-		}
-		b.ControllerQuorumVoters = append(b.ControllerQuorumVoters, voter)
-	}
-	if len(b.ControllerQuorumVoters) > 1 {
-		return fmt.Errorf("controller.quorum.voters: Cascade runs a single node; a quorum of %d voters is not supported yet", len(b.ControllerQuorumVoters))
-	}
-	if len(b.ControllerQuorumVoters) == 1 && b.ControllerQuorumVoters[0].ID != b.NodeID {
-		return fmt.Errorf("controller.quorum.voters: the only voter %d is not this node (node.id=%d)", b.ControllerQuorumVoters[0].ID, b.NodeID)
 	}
 	b.ClusterID = b.str("cluster.id")
 
@@ -569,12 +526,7 @@ func (b *Broker) fill() error {
 		seen[d] = true
 	}
 	b.NumPartitions = b.value("num.partitions").(int32)
-	rf := b.value("default.replication.factor").(int32)
-	if rf > 1 {
-		return &ValueError{Name: "default.replication.factor", Value: strconv.Itoa(int(rf)),
-			Reason: "a single Cascade node can hold only 1 replica"}
-	}
-	b.DefaultReplicationFactor = int16(rf)
+	b.DefaultReplicationFactor = int16(b.value("default.replication.factor").(int32))
 	b.AutoCreateTopics = b.value("auto.create.topics.enable").(bool)
 	b.DeleteTopicEnable = b.value("delete.topic.enable").(bool)
 	b.MessageMaxBytes = b.value("message.max.bytes").(int32)
@@ -624,6 +576,9 @@ func (b *Broker) fill() error {
 	b.OffsetsRetentionCheckInterval = msDuration(b.value("offsets.retention.check.interval.ms").(int64))
 	b.OffsetMetadataMaxBytes = b.value("offset.metadata.max.bytes").(int32)
 	if err := b.fillServer(); err != nil {
+		return err
+	}
+	if err := b.fillCluster(); err != nil {
 		return err
 	}
 	// The topic defaults must agree with each other, as Kafka's

@@ -147,11 +147,11 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"bogus"}, "--override bogus: expected key=value"},
 		{[]string{"log.cleaner.threads=2"}, `--override log.cleaner.threads=2: unsupported configuration key "log.cleaner.threads": Cascade does not honour it`},
 		{[]string{"compression.type=gzip"}, "--override compression.type=gzip: Invalid value gzip for configuration compression.type: Cascade implements only the default value producer"},
-		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica"},
+		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"},
 		{[]string{"listeners=SSL://:9093"}, "Invalid value SSL://:9093 for configuration listeners: listener SSL uses security protocol SSL, which Cascade does not implement"},
 		{[]string{"listeners=PLAINTEXT:9092"}, "Invalid value PLAINTEXT:9092 for configuration listeners: Unable to parse PLAINTEXT:9092 to a broker endpoint"},
 		{[]string{"cluster.id=abc"}, "--override cluster.id=abc: Invalid value abc for configuration cluster.id: not a Kafka cluster id (22 characters of URL-safe base64 encoding 16 bytes)"},
-		{[]string{"process.roles=broker"}, "process.roles=broker: Cascade runs only combined broker,controller nodes"},
+		{[]string{"process.roles=broker", "node.id=2", "controller.quorum.voters=1@c:9093", "controller.listener.names=CONTROLLER"}, "process.roles=broker: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet"},
 		{[]string{"log.cleaner.min.compaction.lag.ms=10", "log.cleaner.max.compaction.lag.ms=5"}, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5): invalid config"},
 	}
 	for _, c := range cases {

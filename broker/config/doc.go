@@ -42,9 +42,19 @@
 // and marked NoEffect, as are the share coordinator's keys, which accept only
 // single-node values: (*Broker).NoEffect lists those set, for the broker to
 // log. Controller listeners are parsed and checked but are not bound
-// (ControllerListeners), and configurations a single node cannot honour
-// (several voters or bootstrap controllers, internal topics with more than
-// one replica) are refused.
+// (ControllerListeners).
+//
+// Cluster: every node of a Kafka 4.x KRaft cluster (broker, controller or
+// both) is read as KafkaConfig.validateValues reads it, with Kafka's
+// messages for what it refuses, into the typed Broker.Cluster (roles,
+// voters, controller and broker listeners, advertised listeners per name,
+// inter-broker listener, heartbeat, quorum and replica fetch timings,
+// replication and metadata log settings). LoadCluster and NewCluster
+// return it for any valid configuration. Load and New also call
+// (*Broker).CheckRunnable, which refuses, with errors matching
+// ErrNotRunnable, what Cascade's single combined node cannot run yet:
+// another role, several voters or bootstrap controllers, replication
+// factors above 1, metadata log settings.
 //
 // Defaults differ from Kafka's where a single local node needs it:
 // node.id=1, process.roles=broker,controller, listeners

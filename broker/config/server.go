@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,8 +93,7 @@ func idleMs(v any) string {
 	return ""
 }
 
-// fillServer sets the fields of serverDefs and checks that the KRaft and
-// internal-topic settings describe one combined node.
+// fillServer sets the fields of serverDefs; fillKRaft reads the KRaft ones.
 func (b *Broker) fillServer() error {
 	b.SocketSendBufferBytes = b.value("socket.send.buffer.bytes").(int32)
 	b.SocketReceiveBufferBytes = b.value("socket.receive.buffer.bytes").(int32)
@@ -108,33 +105,6 @@ func (b *Broker) fillServer() error {
 	b.FetchSessionMaxBytes = b.value("cascade.incremental.fetch.session.max.bytes").(int64)
 	b.FetchSessionCacheMaxBytes = b.value("cascade.incremental.fetch.session.cache.max.bytes").(int64)
 
-	for _, s := range b.value("controller.quorum.bootstrap.servers").([]string) {
-		host, portText, err := net.SplitHostPort(s)
-		port, perr := strconv.Atoi(portText)
-		if err != nil || perr != nil || host == "" || port <= 0 || port > 65535 {
-			return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: s,
-				Reason: "Expected entries in the form {host}:{port}"}
-		}
-		b.ControllerQuorumBootstrapServers = append(b.ControllerQuorumBootstrapServers, s)
-	}
-	if n := len(b.ControllerQuorumBootstrapServers); n > 1 {
-		return fmt.Errorf("controller.quorum.bootstrap.servers: Cascade runs a single node; a quorum bootstrapped from %d controllers is not supported yet", n)
-	}
-	if n := b.InterBrokerListenerName; n != "" && containsFold(b.ControllerListenerNames, n) {
-		// As KafkaConfig.validateValues.
-		return fmt.Errorf("inter.broker.listener.name: %s must not be a controller listener (controller.listener.names)", n)
-	}
-
-	// Internal topics have one replica on a single node; a larger
-	// replication factor could never be met, so it is refused here
-	// rather than leaving the coordinators unavailable.
-	for _, key := range []string{"offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr"} {
-		if n := b.value(key).(int16); n > 1 {
-			return &ValueError{Name: key, Value: strconv.Itoa(int(n)),
-				Reason: "a single Cascade node can hold only 1 replica"}
-		}
-	}
 	return nil
 }
 
