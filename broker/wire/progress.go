@@ -21,7 +21,14 @@ const writeChunk = 64 << 10
 // expiry: when a response byte last reached the socket.
 type activity struct {
 	lastWrite atomic.Int64 // unix nanoseconds
+	// busy is set while a request of the connection is being served:
+	// time in the broker is not the client's idleness.
+	busy atomic.Int32
 }
+
+// errWriteIdle ends a connection whose response write made no progress for
+// the idle timeout: a client that stopped reading.
+var errWriteIdle = fmt.Errorf("%w: response write made no progress", ErrIdle)
 
 func (a *activity) wrote(t time.Time) { a.lastWrite.Store(t.UnixNano()) }
 
@@ -108,7 +115,7 @@ func (w *progressWriter) progress(n int, err error) error {
 		if now.Sub(w.since) < w.idle {
 			return nil
 		}
-		return fmt.Errorf("%w (%v): response write made no progress", ErrIdle, w.idle)
+		return fmt.Errorf("%w (%v)", errWriteIdle, w.idle)
 	}
 	return err
 }
