@@ -194,6 +194,10 @@ func (cn *conn) execLoop(queue <-chan *pending, out chan<- outgoing) error {
 func (cn *conn) execute(p *pending) (o outgoing, err error) {
 	s := cn.s
 	defer p.lease.Release()
+	// Time in the broker (waiting for the budget, serving) is not the
+	// client's idleness.
+	cn.act.busy.Add(1)
+	defer cn.act.served()
 	h, body, err := ParseRequestHeader(p.frame)
 	if err != nil {
 		releaseFrame(p.pooled)
@@ -220,7 +224,9 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			want = est
 		}
 	}
-	if err := cn.grow(p.lease, want-p.lease.Held()); err != nil {
+	if n := want - p.lease.Held(); n < 0 {
+		p.lease.Shrink(want)
+	} else if err := p.lease.Grow(cn.ctx, n); err != nil {
 		releaseFrame(p.pooled)
 		return outgoing{}, err
 	}
@@ -235,9 +241,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			p.frame, req.Body = nil, nil // garbage once decoded
 		}
 	}
-	cn.act.busy.Add(1)
 	resp, err := s.Dispatcher.Dispatch(cn.ctx, req)
-	cn.act.busy.Add(-1)
 	if err != nil {
 		resp.release()
 		releaseFrame(p.pooled)
@@ -259,13 +263,9 @@ func (s *Server) recovered(remote string, key, version int16, r any) error {
 	return fmt.Errorf("%w: api key %d version %d: %v", ErrPanic, key, version, r)
 }
 
-// grow adds n bytes to l. Time spent waiting for the budget is the
-// broker's, not the client's idleness.
+// grow adds n bytes to l for the reader. Time spent waiting for the budget
+// is the broker's, not the client's idleness.
 func (cn *conn) grow(l *Lease, n int64) error {
-	if n < 0 {
-		l.Shrink(l.Held() + n)
-		return nil
-	}
 	if err := l.Grow(cn.ctx, n); err != nil {
 		return err
 	}
@@ -358,7 +358,7 @@ func (cn *conn) readBody(p *pending, n int, head []byte) error {
 		} else {
 			copy(buf, p.frame[:filled])
 		}
-		releaseFrame(p.pooled)
+		putFrame(p.pooled, false) // outgrown: never seen by a request
 		p.frame, p.pooled = buf, pb
 		if _, err := io.ReadFull(cn.r, buf[filled:]); err != nil {
 			return noEOF(err)

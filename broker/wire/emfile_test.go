@@ -15,7 +15,8 @@ import (
 // client after all and serves it: a failing accept backs off and retries,
 // as net/http's Server, instead of stopping the listener for good.
 func TestAcceptRecoversFromEMFILE(t *testing.T) {
-	s := &Server{Dispatcher: &serveDispatcher{}}
+	obs := &countObserver{}
+	s := &Server{Dispatcher: &serveDispatcher{}, Observer: obs}
 	addr := startWith(t, s)
 	warm := dialT(t, addr) // the server's accept loop is running
 	answeredWithin(t, warm, apiVersionsFrame(1), 2*time.Second)
@@ -74,5 +75,8 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if _, err := ReadFrame(c, 1<<20); err != nil {
 		t.Fatalf("listener did not recover from EMFILE: %v", err)
+	}
+	if obs.count("accept error") == 0 {
+		t.Fatal("no failed accept observed: the descriptor table was not full")
 	}
 }

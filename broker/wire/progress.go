@@ -17,8 +17,9 @@ import (
 // per chunk.
 const writeChunk = 64 << 10
 
-// activity is what a connection's writer shares with its reader for idle
-// expiry: when a response byte last reached the socket.
+// activity is what a connection's writer and executor share with its
+// reader for idle expiry: when a response byte last reached the socket or
+// a request was last served, and whether one is being served now.
 type activity struct {
 	lastWrite atomic.Int64 // unix nanoseconds
 	// busy is set while a request of the connection is being served:
@@ -31,6 +32,13 @@ type activity struct {
 var errWriteIdle = fmt.Errorf("%w: response write made no progress", ErrIdle)
 
 func (a *activity) wrote(t time.Time) { a.lastWrite.Store(t.UnixNano()) }
+
+// served ends the serving of a request: its end counts as activity, so
+// the idle timeout runs from there, not from the last byte before it.
+func (a *activity) served() {
+	a.wrote(time.Now())
+	a.busy.Add(-1)
+}
 
 func (a *activity) last() time.Time { return time.Unix(0, a.lastWrite.Load()) }
 
