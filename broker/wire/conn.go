@@ -64,6 +64,9 @@ type pending struct {
 	// show the decode fits.
 	size    int64
 	clipped bool
+	// header and body are the parsed frame.
+	header RequestHeader
+	body   []byte
 }
 
 func (p *pending) drop() {
@@ -95,9 +98,10 @@ func (s *Server) serveConn(c net.Conn) {
 	queue := make(chan *pending, heldRequests)
 	execDone := make(chan struct{})
 	writerDone := make(chan struct{})
+	var writeErr error
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(c, out, act)
+		writeErr = s.writeLoop(c, out, act)
 		c.Close() // ends the reader once the last response is out
 	}()
 	var execErr error
@@ -118,9 +122,13 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	<-writerDone
 	c.Close()
+	// The first failure is why the connection closed: a writer or
+	// executor failure closes the socket under the reader.
 	err := readErr
-	if execErr != nil {
-		err = execErr
+	for _, e := range []error{execErr, writeErr} {
+		if e != nil {
+			err = e
+		}
 	}
 	switch {
 	case errors.Is(err, errWriteIdle):
@@ -184,26 +192,20 @@ func (cn *conn) execLoop(queue <-chan *pending, out chan<- outgoing) error {
 	return nil
 }
 
-// execute takes p's decode reservation, dispatches it and returns its
-// response, with the pooled frame the response may alias. The reservation
-// is trimmed to the scanned estimate where there is one, given back when
-// the dispatcher calls Decoded (all of it, or all but the frame when the
-// decoded request can alias the frame) and released when the dispatcher
-// returns. A clipped reservation that the scan cannot show to be enough
-// closes the connection before the request is decoded.
+// execute dispatches p and returns its response, with the pooled frame the
+// response may alias. The decode reservation is given back when the
+// dispatcher calls Decoded (all of it, or all but the frame when the
+// decoded request can alias the frame), and the rest when it returns. The
+// executor never waits for the budget: the reader reserved everything p
+// needs, so a request whose connection serves an earlier one can always
+// finish, and the budget cannot deadlock on it.
 func (cn *conn) execute(p *pending) (o outgoing, err error) {
 	s := cn.s
 	defer p.lease.Release()
-	// Time in the broker (waiting for the budget, serving) is not the
-	// client's idleness.
+	// Time in the broker is not the client's idleness.
 	cn.act.busy.Add(1)
 	defer cn.act.served()
-	h, body, err := ParseRequestHeader(p.frame)
-	if err != nil {
-		releaseFrame(p.pooled)
-		s.refused("bad_header")
-		return outgoing{}, err
-	}
+	h := p.header
 	defer func() {
 		if r := recover(); r != nil {
 			o.resp.release()
@@ -211,26 +213,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			o, err = outgoing{}, s.recovered(cn.remote, h.Key, h.Version, r)
 		}
 	}()
-	want := p.size
-	if sizeScanned(h.Key) && (s.Budget != nil || p.clipped) {
-		est, ok := sizeEstimate(h.Key, h.Version, body)
-		switch {
-		case p.clipped && (!ok || est > p.size):
-			releaseFrame(p.pooled)
-			s.refused("decode_too_large")
-			return outgoing{}, fmt.Errorf("%w: %s frame of %d bytes (estimate %d, well-formed %t)",
-				ErrDecodeTooLarge, kmsg.NameForKey(h.Key), len(p.frame), est, ok)
-		case ok && est < want:
-			want = est
-		}
-	}
-	if n := want - p.lease.Held(); n < 0 {
-		p.lease.Shrink(want)
-	} else if err := p.lease.Grow(cn.ctx, n); err != nil {
-		releaseFrame(p.pooled)
-		return outgoing{}, err
-	}
-	req := &Request{Header: h, Body: body, Remote: cn.remote}
+	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
 			p.lease.Shrink(int64(len(p.frame)))
@@ -238,7 +221,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 		}
 		p.lease.Release()
 		if p.pooled == nil {
-			p.frame, req.Body = nil, nil // garbage once decoded
+			p.frame, p.body, req.Body = nil, nil, nil // garbage once decoded
 		}
 	}
 	resp, err := s.Dispatcher.Dispatch(cn.ctx, req)
@@ -248,6 +231,37 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 		return outgoing{}, err
 	}
 	return outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp, frame: p.pooled}, nil
+}
+
+// reserveDecode parses p's header and grows its lease from the frame to
+// what decoding it may allocate: the scanned estimate where there is one,
+// else Reservation. A clipped reservation that the scan cannot show to be
+// enough closes the connection before the request is decoded.
+func (cn *conn) reserveDecode(p *pending) error {
+	s := cn.s
+	h, body, err := ParseRequestHeader(p.frame)
+	if err != nil {
+		s.refused("bad_header")
+		return err
+	}
+	p.header, p.body = h, body
+	want := p.size
+	if sizeScanned(h.Key) && (s.Budget != nil || p.clipped) {
+		est, ok := sizeEstimate(h.Key, h.Version, body)
+		switch {
+		case p.clipped && (!ok || est > p.size):
+			s.refused("decode_too_large")
+			return fmt.Errorf("%w: %s frame of %d bytes (estimate %d, well-formed %t)",
+				ErrDecodeTooLarge, kmsg.NameForKey(h.Key), len(p.frame), est, ok)
+		case ok && est < want:
+			want = est
+		}
+	}
+	if n := want - p.lease.Held(); n > 0 {
+		return cn.grow(p.lease, n)
+	}
+	p.lease.Shrink(want)
+	return nil
 }
 
 // recovered logs and counts a panic contained to its connection, as
@@ -278,8 +292,8 @@ func (cn *conn) grow(l *Lease, n int64) error {
 // reads the api key and version, refuses an unknown key or a frame above
 // the key's APIFrameCap, and reads the body in growing steps, each reserved
 // from the Budget before it is allocated (waiting, with the connection
-// unread, while the budget is spent). The decode reservation is taken by
-// the executor once the whole frame is in.
+// unread, while the budget is spent). Once the whole frame is in, it takes
+// the decode reservation (reserveDecode).
 func (cn *conn) readRequest() (*pending, error) {
 	s := cn.s
 	if s.IdleTimeout > 0 {
@@ -303,12 +317,8 @@ func (cn *conn) readRequest() (*pending, error) {
 		s.refused("too_large")
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, cn.max)
 	case n < 4:
-		// Too short for a header; read it so the parser says why.
-		frame := make([]byte, n)
-		if _, err := io.ReadFull(cn.r, frame); err != nil {
-			return nil, noEOF(err)
-		}
-		return &pending{frame: frame}, nil
+		s.refused("bad_header")
+		return nil, fmt.Errorf("%w: frame of %d bytes", ErrShortHeader, n)
 	}
 	if _, err := io.ReadFull(cn.r, hdr[4:8]); err != nil {
 		return nil, noEOF(err)
@@ -326,6 +336,10 @@ func (cn *conn) readRequest() (*pending, error) {
 	size, clipped := readReservation(key, version, n, cn.max)
 	p := &pending{key: key, version: version, lease: s.Budget.Lease(), size: size, clipped: clipped}
 	if err := cn.readBody(p, int(n), hdr[4:8]); err != nil {
+		p.drop()
+		return nil, err
+	}
+	if err := cn.reserveDecode(p); err != nil {
 		p.drop()
 		return nil, err
 	}

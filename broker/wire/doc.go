@@ -53,8 +53,10 @@
 //     that no request is refused for its size and half-read frames can
 //     never deadlock the budget); other readers wait, in arrival order,
 //     without reading (Kafka mutes the channel).
-//  4. Once the whole frame is in, the executor takes the decode
-//     reservation: Reservation(key, version, n) (frame size ×
+//  4. Once the whole frame is in, the reader takes the decode
+//     reservation (the executor never waits for the budget, so a request
+//     held behind an earlier one of its connection has all it needs and
+//     the budget cannot deadlock on it): Reservation(key, version, n) (frame size ×
 //     DecodeAmplification + ReservationSlack; for the decodeCapped APIs at
 //     most decodeCap, twice socket.request.max.bytes + ReservationSlack).
 //     For Produce, Metadata and the decodeCapped APIs a scan of the body

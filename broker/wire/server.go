@@ -173,17 +173,18 @@ type outgoing struct {
 	frame *[]byte
 }
 
-// writeLoop writes responses in the order the reader queued them, through a
-// progressWriter, so that a write which moves nothing for IdleTimeout fails
-// with ErrIdle and closes the connection. After a
-// write error it keeps draining (releasing bodies) so the reader never blocks
-// on a dead writer; the reader then fails on its own read of the closed conn.
-func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
+// writeLoop writes responses in the order the executor queued them, through
+// a progressWriter, so that a write which moves nothing for IdleTimeout
+// fails with ErrIdle and closes the connection. After a write error it keeps
+// draining (releasing bodies) so the executor never blocks on a dead
+// writer; the reader then fails on its own read of the closed conn. It
+// returns the first write error.
+func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) error {
 	w := &progressWriter{c: c, idle: s.IdleTimeout, act: act}
 	var buf []byte
-	var failed bool
+	var failed error
 	for o := range out {
-		if failed {
+		if failed != nil {
 			o.resp.release()
 			releaseFrame(o.frame)
 			continue
@@ -196,11 +197,8 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
 		// refers to the request's bytes any more.
 		releaseFrame(o.frame)
 		if err != nil {
-			failed = true
+			failed = err
 			c.Close()
-			if errors.Is(err, ErrIdle) {
-				s.Logger.Debug("connection closed", "remote", c.RemoteAddr().String(), "err", err)
-			}
 			continue
 		}
 		if s.Observer != nil {
@@ -210,6 +208,7 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) {
 			buf = nil // do not pin one huge response's buffer forever
 		}
 	}
+	return failed
 }
 
 // writeOne writes one response, encoding into buf, and returns buf for reuse

@@ -258,16 +258,7 @@ func TestPipelinedRequestsRunInOrder(t *testing.T) {
 		all = append(all, apiVersionsFrame(i)...)
 	}
 	go c.Write(all)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for i := int32(1); i <= n; i++ {
-		frame, err := ReadFrame(c, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if corr := int32(binary.BigEndian.Uint32(frame)); corr != i {
-			t.Fatalf("response %d has correlation id %d", i, corr)
-		}
-	}
+	readInOrder(t, c, n)
 	if m := d.most.Load(); m != 1 {
 		t.Fatalf("%d requests of one connection ran at once", m)
 	}
@@ -278,7 +269,8 @@ func TestPipelinedRequestsRunInOrder(t *testing.T) {
 // opened before it and one opened after are served.
 func TestPanicContainedToConnection(t *testing.T) {
 	d := &serveDispatcher{panicClient: "boom"}
-	addr := startWith(t, &Server{Dispatcher: d})
+	obs := &countObserver{}
+	addr := startWith(t, &Server{Dispatcher: d, Observer: obs})
 	before := dialT(t, addr)
 	answeredWithin(t, before, apiVersionsFrame(1), 2*time.Second)
 
@@ -296,6 +288,9 @@ func TestPanicContainedToConnection(t *testing.T) {
 	answeredWithin(t, before, apiVersionsFrame(3), 2*time.Second)
 	after := dialT(t, addr)
 	answeredWithin(t, after, apiVersionsFrame(4), 2*time.Second)
+	if obs.count("panic") != 1 || obs.count("closed panic") != 1 {
+		t.Fatalf("observed %v", obs.counts)
+	}
 }
 
 func netDial(addr string) (net.Conn, error) { return net.Dial("tcp", addr) }
