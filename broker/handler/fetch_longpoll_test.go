@@ -22,8 +22,8 @@ func framed(req kmsg.Request, corr int32) []byte {
 }
 
 // TestAbandonedLongPollsReleaseTheBroker parks eleven large long-poll
-// fetches (MaxWaitMs 2^31-1, no data) whose reservations together exceed
-// queued.max.request.bytes at the worst case, checks that another client is
+// fetches (MaxWaitMs 2^31-1, no data) whose worst-case reservations
+// together exceed queued.max.request.bytes, checks that another client is
 // served while they wait, then closes their connections and checks that
 // the request budget is free again within the liveness bound: a fetch gives
 // its decode reservation back once decoded, and a closed connection wakes
@@ -44,13 +44,15 @@ func TestAbandonedLongPollsReleaseTheBroker(t *testing.T) {
 	req.SessionEpoch = -1
 	topic := kmsg.NewFetchRequestTopic()
 	topic.Topic = "idle"
-	for range 74000 {
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.PartitionMaxBytes = 1 << 10
-		p.CurrentLeaderEpoch, p.LastFetchedEpoch, p.LogStartOffset = -1, -1, -1
-		topic.Partitions = append(topic.Partitions, p)
-	}
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.PartitionMaxBytes = 1 << 10
+	p.CurrentLeaderEpoch, p.LastFetchedEpoch, p.LogStartOffset = -1, -1, -1
+	topic.Partitions = append(topic.Partitions, p)
 	req.Topics = append(req.Topics, topic)
+	// A large unknown tagged field, which Kafka ignores, makes the frame
+	// as large as a Fetch may be (socket.request.max.bytes over its
+	// decode amplification).
+	req.UnknownTags.Set(1000, make([]byte, 2400<<10))
 	frame := framed(req, 1)
 	budget := b.RequestBudget()
 	if worst := 11 * wire.Reservation(1, 12, int32(len(frame)-4)); worst <= budget.Limit() {

@@ -162,3 +162,25 @@ func TestBudgetHalfReadLeasesNeverDeadlock(t *testing.T) {
 		t.Fatalf("in use %d", b.InUse())
 	}
 }
+
+// TestRetainsFrame checks which decoded requests keep their frame's bytes
+// reserved: those with byte fields, and flexible versions (unknown tagged
+// fields alias the frame).
+func TestRetainsFrame(t *testing.T) {
+	for _, tc := range []struct {
+		key, version int16
+		want         bool
+	}{
+		{produceKey, 7, true},   // records
+		{joinGroupKey, 5, true}, // protocol metadata
+		{syncGroupKey, 3, true}, // assignments
+		{1, 11, false},          // Fetch: ids and numbers only
+		{1, 12, true},           // flexible
+		{ApiVersionsKey, 2, false},
+		{metadataKey, 8, false},
+	} {
+		if got := retainsFrame(tc.key, tc.version); got != tc.want {
+			t.Errorf("key %d v%d: retains %t, want %t", tc.key, tc.version, got, tc.want)
+		}
+	}
+}

@@ -18,11 +18,16 @@ import (
 )
 
 // readStep is the first buffer a frame body is read into. Each further
-// step doubles it, up to the frame's size, and is reserved from the Budget
-// before it is allocated, so a connection holds at most twice the bytes it
-// has delivered (and at least readStep), never what its length prefix
-// merely announces.
-const readStep = 64 << 10
+// step is readGrowth times larger, up to the frame's size, and is reserved
+// from the Budget before it is allocated, so a connection holds at most
+// readGrowth times the bytes it has delivered (and at least readStep),
+// never what its length prefix merely announces. Growing by 4 copies a
+// frame's bytes about a third of a time over; doubling measured twice the
+// read time of a 1 MiB Produce.
+const (
+	readStep   = 64 << 10
+	readGrowth = 4
+)
 
 // heldRequests is how many requests a connection's reader may have read
 // and waiting while an earlier one is served. With it, a client that
@@ -350,12 +355,12 @@ func (cn *conn) readRequest() (*pending, error) {
 }
 
 // readBody reads the n-byte frame that begins with head into p.frame,
-// doubling the buffer from readStep and reserving each step before it is
+// growing the buffer from readStep and reserving each step before it is
 // allocated.
 func (cn *conn) readBody(p *pending, n int, head []byte) error {
 	pooled := pooledFrame(p.key)
 	filled := 0
-	for step := min(n, readStep); ; step = min(n, 2*step) {
+	for step := min(n, readStep); ; step = min(n, readGrowth*step) {
 		if err := cn.grow(p.lease, int64(step-filled)); err != nil {
 			return err
 		}
