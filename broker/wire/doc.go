@@ -41,10 +41,11 @@
 //     CreateTopics, JoinGroup, SyncGroup: decodeCapped in scan.go), may
 //     use the whole of socket.request.max.bytes, as in Kafka.
 //  3. The body, read in steps: a buffer of readStep (64 KiB) bytes, then
-//     doubling up to the frame's size, each step reserved from the
-//     broker-wide Budget (queued.max.request.bytes) on the request's Lease
-//     before it is allocated. So a connection holds budget for about the
-//     bytes it has delivered (at most twice them, at least one step),
+//     each step four times larger up to the frame's size, each reserved
+//     from the broker-wide Budget (queued.max.request.bytes) on the
+//     request's Lease before it is allocated. So a connection holds budget
+//     for the bytes it has delivered (at most four times them, at least
+//     one step),
 //     never for what its length prefix announces: a sender that stalls or
 //     trickles one byte at a time mid-frame, or an honest producer on a
 //     slow link, holds one step and makes no other connection wait. When
