@@ -29,10 +29,10 @@ const (
 	readGrowth = 4
 )
 
-// heldRequests is how many requests a connection's reader may have read
-// and waiting while an earlier one is served. With it, a client that
-// pipelines one request behind a long poll is still watched for a close;
-// beyond it the reader stops reading, so a client cannot queue more.
+// heldRequests is how many requests a connection's reader may have queued
+// while an earlier one is served; beyond them it holds one more read
+// request and watches the socket for a close (hold), and reads nothing
+// further, so a client cannot queue more.
 const heldRequests = 1
 
 // ErrPanic closes a connection whose request made the server panic.
@@ -163,12 +163,60 @@ func (cn *conn) readLoop(queue chan<- *pending, execDone <-chan struct{}) (err e
 		}
 		select {
 		case queue <- p:
+			continue
 		case <-execDone:
 			p.drop()
 			return nil
+		default:
+		}
+		if err := cn.hold(p, queue, execDone); errors.Is(err, errExecStopped) {
+			return nil
+		} else if err != nil {
+			return err
 		}
 	}
 }
+
+// hold waits to queue p while the executor is busy and another request is
+// held, and meanwhile keeps watching the socket: a probe waits for one more
+// byte (into the reader's small buffer, so nothing more is read than that),
+// and if the connection closes or fails first, the connection's context is
+// cancelled at once, so that the request being served (a parked long poll)
+// is dropped rather than waited for. Once bytes do arrive the client has
+// pipelined further, and the wait goes on without watching.
+func (cn *conn) hold(p *pending, queue chan<- *pending, execDone <-chan struct{}) error {
+	probe := make(chan error, 1)
+	go func() {
+		_, err := cn.r.Peek(1)
+		probe <- err
+	}()
+	select {
+	case queue <- p:
+		// The probe owns the reader until it returns: the next read
+		// would wait for the same byte anyway.
+		return <-probe
+	case err := <-probe:
+		if err != nil {
+			p.drop()
+			return err
+		}
+	case <-execDone:
+		p.drop()
+		<-probe // the writer closes the socket, which ends the probe
+		return errExecStopped
+	}
+	select {
+	case queue <- p:
+		return nil
+	case <-execDone:
+		p.drop()
+		return errExecStopped
+	}
+}
+
+// errExecStopped ends a reader whose executor stopped (its error closes
+// the connection).
+var errExecStopped = errors.New("wire: connection's executor stopped")
 
 // execLoop serves queued requests one at a time, in order, and queues their
 // responses for the writer. A request queued after the connection's

@@ -8,9 +8,10 @@
 // reader, which reads frames and keeps watching the socket; an executor,
 // which parses each request's header and hands it to the Dispatcher, one
 // request at a time in arrival order; and a writer, which writes responses
-// strictly in request order. A client may pipeline requests: the reader
-// holds at most one read request (heldRequests) while an earlier one is
-// served, and stops reading beyond that. Because the reader keeps reading
+// strictly in request order. A client may pipeline requests: while one is
+// served the reader queues at most one more (heldRequests), holds one more
+// read, and then only probes the socket for a close (one byte into its
+// small buffer), reading nothing further. Because the reader keeps watching
 // while a request is served, a close or reset of the socket cancels the
 // connection's context at once: a parked long poll (Fetch) is woken and
 // dropped, and its budget freed, as Kafka's purgatory drops the delayed

@@ -294,3 +294,32 @@ func TestPanicContainedToConnection(t *testing.T) {
 }
 
 func netDial(addr string) (net.Conn, error) { return net.Dial("tcp", addr) }
+
+// TestPipelinedBehindLongPollStillWatched parks a long poll, pipelines two
+// requests behind it (one queued, one held by the reader) and closes the
+// connection: the close is still noticed at once and the long poll
+// dropped.
+func TestPipelinedBehindLongPollStillWatched(t *testing.T) {
+	budget := NewBudget(64 << 20)
+	d := &serveDispatcher{}
+	addr := startWith(t, &Server{Dispatcher: d, Budget: budget})
+	c := dialT(t, addr)
+	if _, err := c.Write(fetchFrame(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(5*time.Second, func() bool { return d.parked.Load() == 1 }) {
+		t.Fatal("fetch not parked")
+	}
+	if _, err := c.Write(append(apiVersionsFrame(2), apiVersionsFrame(3)...)); err != nil {
+		t.Fatal(err)
+	}
+	// Both pipelined requests are read (and reserved) behind the fetch.
+	if !waitFor(5*time.Second, func() bool { return budget.InUse() >= 2*ReservationSlack }) {
+		t.Fatalf("pipelined requests not read: %d bytes reserved", budget.InUse())
+	}
+	time.Sleep(50 * time.Millisecond) // let the reader settle into its wait
+	c.Close()
+	if !waitFor(2*time.Second, func() bool { return d.woken.Load() == 1 && budget.InUse() == 0 }) {
+		t.Fatalf("2 s after the close: %d parked, %d woken, %d bytes reserved", d.parked.Load(), d.woken.Load(), budget.InUse())
+	}
+}
