@@ -58,8 +58,8 @@ type conn struct {
 
 // pending is one request read in full, waiting to be served.
 type pending struct {
-	key, version int16
-	frame        []byte
+	key   int16
+	frame []byte
 	// pooled holds frame when it is a pooled buffer (pooledFrame); it is
 	// released once the response has been written.
 	pooled *[]byte
@@ -387,7 +387,7 @@ func (cn *conn) readRequest() (*pending, error) {
 		return nil, fmt.Errorf("%w: %s frame of %d bytes > %d", ErrFrameTooLarge, kmsg.NameForKey(key), n, limit)
 	}
 	size, clipped := readReservation(key, version, n, cn.max)
-	p := &pending{key: key, version: version, lease: s.Budget.Lease(), size: size, clipped: clipped}
+	p := &pending{key: key, lease: s.Budget.Lease(), size: size, clipped: clipped}
 	if err := cn.readBody(p, int(n), hdr[4:8]); err != nil {
 		p.drop()
 		return nil, err
