@@ -180,6 +180,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
 		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
 		IdleTimeout:     bc.ConnectionsMaxIdle,
+		Quotas: &wire.ConnectionQuotas{
+			MaxConnections:      int(bc.MaxConnections),
+			MaxConnectionsPerIP: int(bc.MaxConnectionsPerIP),
+			PerIPOverrides:      bc.MaxConnectionsPerIPOverrides,
+			MaxCreationRate:     int(bc.MaxConnectionCreationRate),
+		},
+		Now: cfg.Now,
 		// socket.receive.buffer.bytes is set on the listener (wire.Listen),
 		// so connections inherit it before their handshake; the server
 		// sets the same size again on each accepted connection.

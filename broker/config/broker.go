@@ -287,6 +287,15 @@ type Broker struct {
 	// ConnectionsMaxIdle is connections.max.idle.ms; 0 never closes an
 	// idle connection (a negative setting).
 	ConnectionsMaxIdle time.Duration
+	// MaxConnections, MaxConnectionsPerIP, MaxConnectionsPerIPOverrides
+	// and MaxConnectionCreationRate are max.connections,
+	// max.connections.per.ip, max.connections.per.ip.overrides (host or
+	// address to count) and max.connection.creation.rate; 2147483647 is
+	// no limit.
+	MaxConnections               int32
+	MaxConnectionsPerIP          int32
+	MaxConnectionsPerIPOverrides map[string]int
+	MaxConnectionCreationRate    int32
 	// FetchMaxBytes is fetch.max.bytes.
 	FetchMaxBytes int32
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +40,17 @@ var serverDefs = []*Def{
 			"default (Kafka's default is 102400; Cascade's is -1, keeping TCP autotuning)."},
 	{Name: "connections.max.idle.ms", Type: TypeLong, Default: "600000", HasDefault: true, Validate: idleMs,
 		Doc: "A connection with no request read and no response written for this long is closed; -1 never closes one."},
+	// Connection quotas (Kafka's ConnectionQuotas), dynamic in Kafka.
+	{Name: "max.connections", Type: TypeInt, Default: "2147483647", HasDefault: true, Validate: atLeast(0), Dynamic: true,
+		Doc: "The most open client connections; when reached, the listener stops accepting until one closes."},
+	{Name: "max.connections.per.ip", Type: TypeInt, Default: "2147483647", HasDefault: true, Validate: atLeast(0),
+		Dynamic: true, Doc: "The most connections from one address; a new connection beyond it is closed at once."},
+	{Name: "max.connections.per.ip.overrides", Type: TypeString, Default: "", HasDefault: true,
+		Validate: perIPOverrides, Dynamic: true,
+		Doc: "Per-host or per-address limits replacing max.connections.per.ip, as host:count,host:count."},
+	{Name: "max.connection.creation.rate", Type: TypeInt, Default: "2147483647", HasDefault: true, Validate: atLeast(0),
+		Dynamic: true, Doc: "The most new connections a second; above it the listener waits before taking the next " +
+			"(a throttle of at most 1 s, from an 11-second sampled rate, as Kafka's quota window)."},
 
 	// Fetch (ServerConfigs).
 	{Name: "fetch.max.bytes", Type: TypeInt, Default: "57671680", HasDefault: true, Validate: atLeast(1024),
@@ -75,6 +88,40 @@ var serverDefs = []*Def{
 		Doc: "min.insync.replicas of __share_group_state (Kafka default 2; Cascade accepts only 1)."},
 }
 
+// parsePerIPOverrides parses max.connections.per.ip.overrides as Kafka's
+// KafkaConfig.maxConnectionsPerIpOverrides (Csv.parseCsvMap): entries
+// separated by commas, each a host or address, a colon (the last one, so an
+// IPv6 address may be given), and a count of at least 0.
+func parsePerIPOverrides(s string) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		i := strings.LastIndex(entry, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("entry %q is not host:count", entry)
+		}
+		host := strings.Trim(strings.TrimSpace(entry[:i]), "[]")
+		n, err := strconv.Atoi(strings.TrimSpace(entry[i+1:]))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("entry %q: count must be an integer of at least 0", entry)
+		}
+		out[host] = n
+	}
+	return out, nil
+}
+
+func perIPOverrides(v any) string {
+	if s, ok := v.(string); ok {
+		if _, err := parsePerIPOverrides(s); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
 // bufferSize accepts -1 (the OS default) or a positive size.
 func bufferSize(v any) string {
 	if n, ok := asInt64(v); ok && n < 1 && n != -1 {
@@ -99,6 +146,14 @@ func (b *Broker) fillServer() error {
 	b.SocketReceiveBufferBytes = b.value("socket.receive.buffer.bytes").(int32)
 	if ms := b.value("connections.max.idle.ms").(int64); ms > 0 {
 		b.ConnectionsMaxIdle = msDuration(ms)
+	}
+	b.MaxConnections = b.value("max.connections").(int32)
+	b.MaxConnectionsPerIP = b.value("max.connections.per.ip").(int32)
+	b.MaxConnectionsPerIPOverrides, _ = parsePerIPOverrides(b.str("max.connections.per.ip.overrides")) // validated
+	b.MaxConnectionCreationRate = b.value("max.connection.creation.rate").(int32)
+	if b.MaxConnectionsPerIP == 0 && len(b.MaxConnectionsPerIPOverrides) == 0 {
+		// As KafkaConfig.validateValues.
+		return errors.New("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set")
 	}
 	b.FetchMaxBytes = b.value("fetch.max.bytes").(int32)
 	b.FetchSessionCacheSlots = b.value("max.incremental.fetch.session.cache.slots").(int32)

@@ -155,3 +155,43 @@ func readProps(path string) ([]Property, error) {
 	defer f.Close()
 	return ParseProperties(f)
 }
+
+// TestConnectionQuotaKeys checks max.connections and its neighbours:
+// Kafka's defaults, the overrides syntax, and Kafka's refusals.
+func TestConnectionQuotaKeys(t *testing.T) {
+	b, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MaxConnections != 2147483647 || b.MaxConnectionsPerIP != 2147483647 ||
+		b.MaxConnectionCreationRate != 2147483647 || len(b.MaxConnectionsPerIPOverrides) != 0 {
+		t.Fatalf("defaults %d %d %d %v", b.MaxConnections, b.MaxConnectionsPerIP, b.MaxConnectionCreationRate,
+			b.MaxConnectionsPerIPOverrides)
+	}
+	b, err = New(map[string]string{
+		"max.connections": "100", "max.connections.per.ip": "0", "max.connection.creation.rate": "20",
+		"max.connections.per.ip.overrides": "127.0.0.1:5, broker-host:0 ,[::1]:7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"127.0.0.1": 5, "broker-host": 0, "::1": 7}
+	if b.MaxConnections != 100 || b.MaxConnectionsPerIP != 0 || b.MaxConnectionCreationRate != 20 ||
+		!reflect.DeepEqual(b.MaxConnectionsPerIPOverrides, want) {
+		t.Fatalf("got %d %d %d %v", b.MaxConnections, b.MaxConnectionsPerIP, b.MaxConnectionCreationRate,
+			b.MaxConnectionsPerIPOverrides)
+	}
+	for _, bad := range []map[string]string{
+		{"max.connections": "-1"},
+		{"max.connections.per.ip": "-1"},
+		{"max.connection.creation.rate": "-5"},
+		{"max.connections.per.ip.overrides": "127.0.0.1"},
+		{"max.connections.per.ip.overrides": "127.0.0.1:x"},
+		{"max.connections.per.ip.overrides": "127.0.0.1:-1"},
+		{"max.connections.per.ip": "0"}, // only with overrides, as Kafka
+	} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -197,7 +197,17 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 		case <-ctx.Done():
 		}
 		timer.Stop()
-		if ctx.Err() != nil || !env.now().Before(deadline) {
+		if ctx.Err() != nil {
+			// The connection closed (or the broker is stopping):
+			// nobody will read the answer, so the parked fetch is
+			// dropped, as Kafka's purgatory drops the delayed
+			// fetches of a closed connection.
+			for _, fp := range parts {
+				fp.release()
+			}
+			return nil, ctx.Err()
+		}
+		if !env.now().Before(deadline) {
 			// Answer with what is there now, as a DelayedFetch
 			// that expires re-reads before completing.
 			for _, fp := range parts {

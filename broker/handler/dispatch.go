@@ -19,7 +19,8 @@ type wireBody interface {
 
 // Dispatch implements wire.Dispatcher: it looks the API up in the registry,
 // decodes the body with kmsg at the request's version, runs the handler and
-// records metrics. An unknown version closes the connection, except
+// records metrics. A panic in a handler is contained to its connection by
+// the wire server. An unknown version closes the connection, except
 // ApiVersions, which is answered with UNSUPPORTED_VERSION in v0 format
 // (KIP-511).
 func (env *Env) Dispatch(ctx context.Context, wr *wire.Request) (wire.Response, error) {
@@ -39,6 +40,10 @@ func (env *Env) Dispatch(ctx context.Context, wr *wire.Request) (wire.Response, 
 	if err := msg.ReadFrom(wr.Body); err != nil {
 		return wire.Response{}, fmt.Errorf("handler: decoding %s v%d: %w", kmsg.NameForKey(h.Key), h.Version, err)
 	}
+	// The decode reservation goes back now, so that a request that waits
+	// (a long-poll Fetch) holds at most its frame, as Kafka frees a
+	// request's buffer once it is parsed.
+	wr.Decoded()
 	req := &Request{Key: h.Key, Version: h.Version, Conn: wr.Remote, Msg: msg}
 	if h.ClientID != nil {
 		req.ClientID = *h.ClientID

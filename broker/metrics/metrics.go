@@ -17,6 +17,7 @@ type Metrics struct {
 	bytesIn  prometheus.Counter
 	bytesOut prometheus.Counter
 	conns    prometheus.Gauge
+	net      *network
 }
 
 // New creates the collectors and registers them with reg.
@@ -47,8 +48,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "cascade_connections",
 			Help: "Open client connections.",
 		}),
+		net: newNetwork(),
 	}
 	reg.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut, m.conns)
+	reg.MustRegister(m.net.collectors()...)
 	return m
 }
 

@@ -64,3 +64,50 @@ func TestCounters(t *testing.T) {
 		t.Fatal("segments missing")
 	}
 }
+
+// TestNetworkCounters checks the network layer's collectors, by reason.
+func TestNetworkCounters(t *testing.T) {
+	var nilM *Metrics
+	nilM.FrameRefused("too_large")
+	nilM.PanicRecovered(0)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.FrameRefused("too_large")
+	m.FrameRefused("too_large")
+	m.FrameRefused("unknown_api")
+	m.ConnectionClosed("idle")
+	m.AcceptError()
+	m.ConnectionRefused("max_connections_per_ip")
+	m.AcceptorBlocked("max_connection_creation_rate", 1500*time.Millisecond)
+	m.PanicRecovered(18)
+	m.PanicRecovered(-1)
+	f := gather(t, reg)
+	label := func(name, want string) float64 {
+		for _, s := range f[name].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetValue() == want {
+					return s.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	if v := label("cascade_network_frames_refused_total", "too_large"); v != 2 {
+		t.Fatalf("too_large %v", v)
+	}
+	if v := label("cascade_network_connections_closed_total", "idle"); v != 1 {
+		t.Fatalf("idle %v", v)
+	}
+	if v := f["cascade_network_accept_errors_total"].GetMetric()[0].GetCounter().GetValue(); v != 1 {
+		t.Fatalf("accept errors %v", v)
+	}
+	if v := label("cascade_network_connections_refused_total", "max_connections_per_ip"); v != 1 {
+		t.Fatalf("refused %v", v)
+	}
+	if v := label("cascade_network_acceptor_blocked_seconds_total", "max_connection_creation_rate"); v != 1.5 {
+		t.Fatalf("blocked seconds %v", v)
+	}
+	if label("cascade_panics_recovered_total", "ApiVersions") != 1 || label("cascade_panics_recovered_total", "none") != 1 {
+		t.Fatal("panics by api")
+	}
+}

@@ -4,11 +4,24 @@
 // memory bounds every request is read under.
 //
 // Message bodies are decoded and encoded by franz-go's kmsg; this package
-// only bounds and frames them. Each connection runs one reader goroutine,
-// which reads a frame, parses its header and hands it to the Dispatcher, and
-// one writer goroutine, which writes responses strictly in request order. A
-// client may pipeline requests; a slow client only ever blocks its own
+// only bounds and frames them. Each connection runs three goroutines: a
+// reader, which reads frames and keeps watching the socket; an executor,
+// which parses each request's header and hands it to the Dispatcher, one
+// request at a time in arrival order; and a writer, which writes responses
+// strictly in request order. A client may pipeline requests: while one is
+// served the reader queues at most one more (heldRequests), holds one more
+// read, and then only probes the socket for a close (one byte into its
+// small buffer), reading nothing further. Because the reader keeps watching
+// while a request is served, a close or reset of the socket cancels the
+// connection's context at once: a parked long poll (Fetch) is woken and
+// dropped, and its budget freed, as Kafka's purgatory drops the delayed
+// requests of a closed connection. A slow client only ever blocks its own
 // connection.
+//
+// A panic in the dispatcher, the header or size scan, or a response's
+// encoding is contained to its connection, as net/http contains a
+// handler's: it is logged with the request's api key, version and stack,
+// counted (Observer.PanicRecovered) and the connection is closed.
 //
 // # Bounded allocation
 //
@@ -28,28 +41,46 @@
 //     (ListOffsets, OffsetCommit, TxnOffsetCommit, DescribeConfigs,
 //     CreateTopics, JoinGroup, SyncGroup: decodeCapped in scan.go), may
 //     use the whole of socket.request.max.bytes, as in Kafka.
-//  3. A reservation of Reservation(key, version, n) bytes (frame size ×
+//  3. The body, read in steps: a buffer of readStep (64 KiB) bytes, then
+//     each step four times larger up to the frame's size, each reserved
+//     from the broker-wide Budget (queued.max.request.bytes) on the
+//     request's Lease before it is allocated. So a connection holds budget
+//     for the bytes it has delivered (at most four times them, at least
+//     one step),
+//     never for what its length prefix announces: a sender that stalls or
+//     trickles one byte at a time mid-frame, or an honest producer on a
+//     slow link, holds one step and makes no other connection wait. When
+//     a step does not fit, one lease at a time may exceed the limit (the
+//     overcommitted lease, like Kafka's non-strict SimpleMemoryPool, so
+//     that no request is refused for its size and half-read frames can
+//     never deadlock the budget); other readers wait, in arrival order,
+//     without reading (Kafka mutes the channel).
+//  4. Once the whole frame is in, the reader takes the decode
+//     reservation (the executor never waits for the budget, so a request
+//     held behind an earlier one of its connection has all it needs and
+//     the budget cannot deadlock on it): Reservation(key, version, n) (frame size ×
 //     DecodeAmplification + ReservationSlack; for the decodeCapped APIs at
-//     most decodeCap, twice socket.request.max.bytes + ReservationSlack)
-//     from the broker-wide Budget,
-//     queued.max.request.bytes. Like Kafka's non-strict SimpleMemoryPool it
-//     is granted while anything is left, so no request is refused for its
-//     size; while the budget is spent the reader waits, in arrival order,
-//     without reading (Kafka mutes the channel). Only then is the body
-//     buffer allocated and read.
-//  4. For Produce, Metadata and the decodeCapped APIs, a scan of the body
-//     (sizeEstimate) computes what decoding will really allocate (records,
-//     group metadata and assignments alias the frame), and the reservation
-//     shrinks to it, so large legitimate requests hold about their own
-//     size, not their worst case. A decodeCapped request whose reservation
-//     was clipped and whose scan exceeds decodeCap, or cannot be completed,
-//     closes the connection before it is decoded. Well-formed requests
-//     decode to about their frame, a copy of their strings and their
-//     structs, so string-heavy ones up to socket.request.max.bytes are
-//     answered, as in Kafka; what is refused is a frame made mostly of
-//     near-empty elements (crafted, or an OffsetCommit of empty metadata
-//     above about a third of socket.request.max.bytes).
-//  5. The reservation is released when the dispatcher returns.
+//     most decodeCap, twice socket.request.max.bytes + ReservationSlack).
+//     For Produce, Metadata and the decodeCapped APIs a scan of the body
+//     (sizeEstimate) first computes what decoding will really allocate
+//     (records, group metadata and assignments alias the frame) and that
+//     is reserved instead, so large legitimate requests hold about their
+//     own size, not their worst case. A decodeCapped request whose
+//     reservation was clipped and whose scan exceeds decodeCap, or cannot
+//     be completed, closes the connection before it is decoded.
+//     Well-formed requests decode to about their frame, a copy of their
+//     strings and their structs, so string-heavy ones up to
+//     socket.request.max.bytes are answered, as in Kafka; what is refused
+//     is a frame made mostly of near-empty elements (crafted, or an
+//     OffsetCommit of empty metadata above about a third of
+//     socket.request.max.bytes).
+//  5. When the dispatcher has decoded the body it calls Request.Decoded,
+//     and the decode reservation goes back: all of it, or all but the
+//     frame's bytes for a request that may alias its frame (byte fields,
+//     or unknown tagged fields in flexible versions), as Kafka frees a
+//     request's buffer once parsed unless its schema has BYTES fields.
+//     So a long-poll Fetch parked for MaxWaitMs holds at most its frame.
+//     What is left is released when the dispatcher returns.
 //
 // DecodeAmplification is a generated table (amplification_gen.go): the most
 // bytes kmsg allocates per frame byte when decoding crafted worst-case
@@ -61,7 +92,7 @@
 // flexible versions, whose unknown tagged fields kmsg keeps in a map.
 //
 // So the bytes reserved at once never exceed queued.max.request.bytes plus
-// one reservation, and one reservation is at most about
+// one lease (the overcommitted one), and one lease is at most about
 // socket.request.max.bytes (or MinAPIFrameCap × amplification) for the
 // capped APIs, twice that for the decodeCapped APIs, and the real decoded size of a well-formed
 // Produce or Metadata request. TestScanRealisticRequests holds each scanner
@@ -83,8 +114,22 @@
 // as bytes move. Each write that moves bytes records the time, and one that
 // moves nothing for IdleTimeout fails with ErrIdle. So a client that stops
 // reading is closed within one to two IdleTimeouts and frees its queued
-// responses, while one that reads a large response slowly stays open. queued.max.request.bytes=-1 (Kafka's default) disables
-// the budget; Cascade's default is 1 GiB.
+// responses, while one that reads a large response slowly stays open. A
+// connection whose request is being served (a long poll) is not idle.
+// queued.max.request.bytes=-1 (Kafka's default) disables the budget;
+// Cascade's default is 1 GiB.
+//
+// Accepting never stops while the server is open: a failing accept
+// (EMFILE, ENFILE, ENOBUFS, ...) is counted (Observer.AcceptError), logged
+// at most every 10 s and retried after 5 ms doubling to 1 s, as net/http's
+// Server, so the listener serves again once descriptors free up. The
+// ConnectionQuotas are Kafka's (ConnectionQuotas, Acceptor):
+// max.connections stops accepting until a connection closes;
+// max.connections.per.ip and max.connections.per.ip.overrides close a
+// connection beyond its address's limit at once; above
+// max.connection.creation.rate, measured as Kafka's Rate over eleven 1 s
+// samples, the acceptor waits out a throttle time of at most 1 s before
+// handing over the new connection.
 //
 // # Request buffers
 //

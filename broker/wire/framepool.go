@@ -58,7 +58,12 @@ func getFrame(n int) *[]byte {
 
 // releaseFrame returns a buffer from getFrame to its pool. The caller must
 // hold no reference into it afterwards. nil is ignored.
-func releaseFrame(p *[]byte) {
+func releaseFrame(p *[]byte) { putFrame(p, poisonFrames) }
+
+// putFrame returns a buffer to its pool, overwriting it first if poison is
+// set. A buffer that no request or response ever referred to (one a frame
+// outgrew while it was read) need not be poisoned.
+func putFrame(p *[]byte, poison bool) {
 	if p == nil {
 		return
 	}
@@ -66,7 +71,7 @@ func releaseFrame(p *[]byte) {
 	if c < 0 || cap(*p) != 1<<(c+minFrameClassShift) {
 		return // an exact-size large frame
 	}
-	if poisonFrames {
+	if poison {
 		b := (*p)[:cap(*p)]
 		for i := range b {
 			b[i] = 0xdb

@@ -85,7 +85,8 @@ func TestStalledReaderExpires(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &Server{Dispatcher: tc.d, IdleTimeout: idle, SendBufferBytes: 16 << 10}
+			obs := &countObserver{}
+			s := &Server{Dispatcher: tc.d, IdleTimeout: idle, SendBufferBytes: 16 << 10, Observer: obs}
 			go s.Serve(ln)
 			defer s.Close()
 			c, err := net.Dial("tcp", ln.Addr().String())
@@ -111,6 +112,9 @@ func TestStalledReaderExpires(t *testing.T) {
 			}
 			if d := time.Since(start); d < idle {
 				t.Fatalf("connection closed after %v, before the idle timeout %v", d, idle)
+			}
+			if n := obs.count("closed write_idle"); n != 1 {
+				t.Fatalf("observed %v", obs.counts)
 			}
 		})
 	}

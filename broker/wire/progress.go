@@ -17,13 +17,28 @@ import (
 // per chunk.
 const writeChunk = 64 << 10
 
-// activity is what a connection's writer shares with its reader for idle
-// expiry: when a response byte last reached the socket.
+// activity is what a connection's writer and executor share with its
+// reader for idle expiry: when a response byte last reached the socket or
+// a request was last served, and whether one is being served now.
 type activity struct {
 	lastWrite atomic.Int64 // unix nanoseconds
+	// busy is set while a request of the connection is being served:
+	// time in the broker is not the client's idleness.
+	busy atomic.Int32
 }
 
+// errWriteIdle ends a connection whose response write made no progress for
+// the idle timeout: a client that stopped reading.
+var errWriteIdle = fmt.Errorf("%w: response write made no progress", ErrIdle)
+
 func (a *activity) wrote(t time.Time) { a.lastWrite.Store(t.UnixNano()) }
+
+// served ends the serving of a request: its end counts as activity, so
+// the idle timeout runs from there, not from the last byte before it.
+func (a *activity) served() {
+	a.wrote(time.Now())
+	a.busy.Add(-1)
+}
 
 func (a *activity) last() time.Time { return time.Unix(0, a.lastWrite.Load()) }
 
@@ -108,7 +123,7 @@ func (w *progressWriter) progress(n int, err error) error {
 		if now.Sub(w.since) < w.idle {
 			return nil
 		}
-		return fmt.Errorf("%w (%v): response write made no progress", ErrIdle, w.idle)
+		return fmt.Errorf("%w (%v)", errWriteIdle, w.idle)
 	}
 	return err
 }

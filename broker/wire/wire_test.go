@@ -218,6 +218,14 @@ func TestServerPipelinesInOrder(t *testing.T) {
 	if _, err := c.Write(all); err != nil {
 		t.Fatal(err)
 	}
+	readInOrder(t, c, n)
+}
+
+// readInOrder reads n ApiVersions responses from c and checks that they
+// answer correlation ids 1 to n in order, each echoing its id in
+// ThrottleMillis as the test dispatchers do.
+func readInOrder(t *testing.T, c net.Conn, n int32) {
+	t.Helper()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	for i := int32(1); i <= n; i++ {
 		frame, err := ReadFrame(c, 1<<20)
@@ -320,7 +328,8 @@ func TestIdleTimeoutClosesConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Dispatcher: &echoDispatcher{}, IdleTimeout: 100 * time.Millisecond}
+	obs := &countObserver{}
+	s := &Server{Dispatcher: &echoDispatcher{}, IdleTimeout: 100 * time.Millisecond, Observer: obs}
 	go s.Serve(ln)
 	defer s.Close()
 	c, err := net.Dial("tcp", ln.Addr().String())
@@ -333,5 +342,8 @@ func TestIdleTimeoutClosesConnection(t *testing.T) {
 		t.Fatal("read data from an idle connection")
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("idle connection not closed")
+	}
+	if !waitFor(2*time.Second, func() bool { return obs.count("closed idle") == 1 }) {
+		t.Fatalf("observed %v", obs.counts)
 	}
 }
