@@ -552,4 +552,3 @@ func countSegments(t *testing.T, dir, topic string) int {
 	}
 	return n
 }
-
