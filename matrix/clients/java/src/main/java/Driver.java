@@ -56,6 +56,7 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.header.Header;
@@ -649,7 +650,7 @@ public final class Driver {
                     po.put("partition", e.getKey());
                     po.put("offset", e.getValue());
                 }
-                c.commitSync(offs);
+                commitThroughRebalance(c, offs);
             }
         } catch (RuntimeException e) {
             crash = false;
@@ -662,6 +663,29 @@ public final class Driver {
             }
         }
         return n;
+    }
+
+    /**
+     * commitThroughRebalance commits offs as an application following the
+     * consumer's documentation does: a commit refused with
+     * RebalanceInProgressException (the group is rebalancing, for instance
+     * because another member is leaving at the same moment) is retried after
+     * poll() has completed the rebalance, for up to ten seconds. Records that
+     * poll returns meanwhile are not the member's: it commits offs only.
+     */
+    static void commitThroughRebalance(KafkaConsumer<byte[], byte[]> c, Map<TopicPartition, OffsetAndMetadata> offs) {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (true) {
+            try {
+                c.commitSync(offs);
+                return;
+            } catch (RebalanceInProgressException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                c.poll(Duration.ofMillis(100));
+            }
+        }
     }
 
     ObjectNode fetchCommitted(JsonNode a) throws DriverException {
