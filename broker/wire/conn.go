@@ -197,7 +197,16 @@ func (cn *conn) hold(p *pending, queue chan<- *pending, execDone <-chan struct{}
 		return <-probe
 	case err := <-probe:
 		if err != nil {
-			p.drop()
+			// The client closed or broke the connection after sending
+			// p. The request being served now (a parked long poll) is
+			// ended, since nobody will read its answer, but p is still
+			// served: an acks=0 Produce has no other chance.
+			cn.cancel(err)
+			select {
+			case queue <- p:
+			case <-execDone:
+				p.drop()
+			}
 			return err
 		}
 	case <-execDone:
@@ -219,14 +228,13 @@ func (cn *conn) hold(p *pending, queue chan<- *pending, execDone <-chan struct{}
 var errExecStopped = errors.New("wire: connection's executor stopped")
 
 // execLoop serves queued requests one at a time, in order, and queues their
-// responses for the writer. A request queued after the connection's
-// context ended is dropped unserved.
+// responses for the writer. Every request read before the connection
+// closed is served, as Kafka's Selector serves the receives a closing
+// channel has staged (an acks=0 producer may close right after its last
+// send); the closed connection's context only ends waits early, and the
+// answers go nowhere.
 func (cn *conn) execLoop(queue <-chan *pending, out chan<- outgoing) error {
 	for p := range queue {
-		if cn.ctx.Err() != nil {
-			p.drop()
-			continue
-		}
 		o, err := cn.execute(p)
 		if err != nil {
 			return err // the reader drops what it holds
