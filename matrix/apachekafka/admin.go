@@ -113,16 +113,14 @@ func (c *Cluster) brokerRegistered(ctx context.Context, id int) error {
 }
 
 // controllerAnswers succeeds once node id's controller listener answers
-// ApiVersions.
+// DescribeQuorum, with the quorum or with NOT_LEADER_OR_FOLLOWER (a
+// follower's answer, as Kafka's KafkaRaftClient gives it).
 func (c *Cluster) controllerAnswers(ctx context.Context, id int) error {
-	resp, err := c.ControllerRequest(ctx, id, kmsg.NewPtrApiVersionsRequest())
-	if err != nil {
-		return err
+	_, err := c.describeQuorum(ctx, id)
+	if err == nil || errors.Is(err, kerr.NotLeaderForPartition) {
+		return nil
 	}
-	if code := resp.(*kmsg.ApiVersionsResponse).ErrorCode; code != 0 {
-		return fmt.Errorf("controller ApiVersions: %w", kerr.ErrorForCode(code))
-	}
-	return nil
+	return err
 }
 
 // Quorum is the metadata quorum as its leader describes it (DescribeQuorum,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestClusterLayoutAndProperties(t *testing.T) {
@@ -162,5 +163,52 @@ func TestClusterNodeControl(t *testing.T) {
 	}
 	if err := c.Kill(99); err == nil {
 		t.Fatal("Kill of an unknown node succeeded")
+	}
+}
+
+// TestClusterDedicatedControllers starts three controller-only nodes and one
+// broker, and checks that the broker keeps serving through the loss of the
+// active controller.
+func TestClusterDedicatedControllers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := startClusterOrSkip(t, ctx, ClusterOptions{Nodes: 1, Roles: DedicatedControllers})
+	if got := c.BrokerIDs(); !slices.Equal(got, []int{4}) || c.Bootstrap() != c.Node(4).Addr {
+		t.Fatalf("brokers %v, bootstrap %q", got, c.Bootstrap())
+	}
+	if _, err := c.Request(ctx, 1, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Fatal("a broker request to a controller-only node was sent")
+	}
+	q, err := c.ActiveController(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.LeaderID < 1 || q.LeaderID > 3 || len(q.Voters) != 3 {
+		t.Fatalf("quorum %+v", q)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.DefaultProduceTopic("dc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "dc"); err != nil || res.Err != nil {
+		t.Fatalf("create topic: %v %v", err, res.Err)
+	}
+	if err := c.Kill(q.LeaderID); err != nil {
+		t.Fatal(err)
+	}
+	nq, err := c.WaitForControllerChange(ctx, q.LeaderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "dc2"); err != nil || res.Err != nil {
+		t.Fatalf("create topic under controller %d: %v %v", nq.LeaderID, err, res.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(ctx, q.LeaderID); err != nil {
+		t.Fatal(err)
 	}
 }
