@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,7 +64,26 @@ func (c *Cluster) send(ctx context.Context, addr string, req kmsg.Request) (kmsg
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	return nc.cl.SeedBrokers()[0].Request(rctx, req)
+	resp, err := nc.cl.SeedBrokers()[0].Request(rctx, req)
+	if err != nil && rctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		// The node closed a connection the client had kept (it restarted,
+		// or reaped the connection as idle): one more try on a new one.
+		resp, err = nc.cl.SeedBrokers()[0].Request(rctx, req)
+	}
+	return resp, err
+}
+
+// dropClients closes the cached clients of a node's listeners, whose
+// connections a kill or restart has ended.
+func (c *Cluster) dropClients(n *Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, addr := range []string{n.Addr, n.ControllerAddr} {
+		if nc, ok := c.clients[addr]; ok {
+			nc.close()
+			delete(c.clients, addr)
+		}
+	}
 }
 
 // Request sends req to the broker listener of node id and returns its

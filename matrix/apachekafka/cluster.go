@@ -447,6 +447,7 @@ func (c *Cluster) Kill(id int) error {
 		return err
 	}
 	c.setPaused(n, false)
+	c.dropClients(n)
 	return nil
 }
 
@@ -464,7 +465,9 @@ func (c *Cluster) Stop(id int) error {
 			return err
 		}
 	}
-	return n.proc.Stop()
+	err = n.proc.Stop()
+	c.dropClients(n)
+	return err
 }
 
 // Pause sends SIGSTOP to a node: its sockets stay open and its peers see
