@@ -3,12 +3,17 @@
 # foreground, from the same Maven-resolved jars the matrix uses
 # (matrix/apachekafka). Prints the bootstrap address; Ctrl-C stops it.
 #
-# Usage: ci/apache-kafka.sh [-p PORT] [-d DIR] [--override key=value ...]
+# Usage: ci/apache-kafka.sh [-p PORT] [-d DIR] [--override key=value ...] [--cluster N]
 #   -p PORT   PLAINTEXT port on 127.0.0.1 (default 9092); the controller
 #             listens on PORT+1.
 #   -d DIR    log dir and config directory (default: a new temp dir, removed
 #             on exit).
 #   --override key=value   extra server.properties entry (repeatable).
+#   --cluster N   start an N-node KRaft cluster instead (every node broker
+#             and controller, on free loopback ports), through
+#             matrix/apachekafka/cmd/apache-kafka-cluster: it prints the
+#             bootstrap list and takes kill/stop/pause/resume/restart ID on
+#             standard input. Needs Go; -p does not apply.
 #
 # Environment: CASCADE_CACHE_DIR (default ~/.cache/cascade),
 # CASCADE_KAFKA_VERSION (default below), JAVA_HOME.
@@ -20,16 +25,27 @@ LOG4J_VERSION="2.25.3"
 PORT=9092
 DIR=""
 OVERRIDES=()
+CLUSTER=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
     -p) PORT="$2"; shift 2 ;;
     -d) DIR="$2"; shift 2 ;;
     --override) OVERRIDES+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --cluster) CLUSTER="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+
+if [ -n "$CLUSTER" ]; then
+  ARGS=(-nodes "$CLUSTER")
+  case "$DIR" in "" | /*) ;; *) DIR="$PWD/$DIR" ;; esac
+  if [ -n "$DIR" ]; then ARGS+=(-d "$DIR"); fi
+  for o in "${OVERRIDES[@]+"${OVERRIDES[@]}"}"; do ARGS+=(-override "$o"); done
+  cd "$(dirname "$0")/.."
+  exec go run ./matrix/apachekafka/cmd/apache-kafka-cluster "${ARGS[@]}"
+fi
 
 JAVA="java"
 if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then JAVA="$JAVA_HOME/bin/java"; fi

@@ -57,6 +57,10 @@ type Broker struct {
 	jvm       []string      // JVM flags before -cp.
 	stdout    *os.File      // Optional second copy of the log.
 	timeout   time.Duration // Start-up bound.
+	// ready, when set, replaces the Metadata probe of waitReady: a cluster
+	// node waits until it is registered, a controller-only node until its
+	// controller listener answers.
+	ready func(context.Context) error
 
 	cmd      *exec.Cmd
 	logFile  *os.File
@@ -257,7 +261,12 @@ func (b *Broker) waitReady(ctx context.Context) error {
 			return fmt.Errorf("broker process exited: %v", b.waitErr)
 		default:
 		}
-		if last = probe(ctx, b.addr); last == nil {
+		if b.ready != nil {
+			last = b.ready(ctx)
+		} else {
+			last = probe(ctx, b.addr)
+		}
+		if last == nil {
 			return nil
 		}
 		select {
