@@ -23,8 +23,15 @@ import (
 // figures Cascade's cluster is compared against (docs/benchmarks.md).
 // CASCADE_FAILOVER_ROUNDS (default 1) sets how often each is measured.
 func TestClusterFailoverTimes(t *testing.T) {
+	// A measurement of three JVMs killed and restarted for about a minute
+	// a round: asked for by name, so that the default run, which runs the
+	// matrix beside this package on two cores, stays quiet.
+	s := os.Getenv("CASCADE_FAILOVER_ROUNDS")
+	if s == "" {
+		t.Skip("a failover measurement; run with CASCADE_FAILOVER_ROUNDS=N (1 to 10)")
+	}
 	rounds := 1
-	if s := os.Getenv("CASCADE_FAILOVER_ROUNDS"); s != "" {
+	{
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 10 {
 			t.Fatalf("CASCADE_FAILOVER_ROUNDS=%q: want 1 to 10", s)
