@@ -138,7 +138,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.MaxDecompressedBytes <= 0 {
-		o.MaxDecompressedBytes = 128 << 20
+		o.MaxDecompressedBytes = record.DefaultMaxDecompressedBytes
 	}
 	if o.MaxDecodeMemory <= 0 {
 		o.MaxDecodeMemory = record.DefaultMaxDecodeMemory

@@ -21,6 +21,9 @@ const (
 	// default window limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT, 2^27), which
 	// zstd-jni applies to every frame Kafka decompresses.
 	DefaultMaxDecodeMemory = 128 << 20
+	// DefaultMaxDecompressedBytes is the default cap of the size a
+	// compressed batch may inflate to (the log's MaxDecompressedBytes).
+	DefaultMaxDecompressedBytes = 128 << 20
 
 	// streamBufSize is the window of decompressed bytes that validation
 	// holds at a time; larger records are parsed through it in pieces.
@@ -43,13 +46,21 @@ const (
 // Limits bounds what decoding one batch's records may use.
 type Limits struct {
 	// MaxBytes caps the decompressed size of the records; a larger
-	// payload is refused with ErrTooLarge.
+	// payload is refused with ErrTooLarge. Zero means
+	// DefaultMaxDecompressedBytes.
 	MaxBytes int
 	// MaxMemory caps the decoder state one validation may hold: a zstd
 	// window, a snappy block. Zero means DefaultMaxDecodeMemory. A payload
 	// needing more is refused with ErrDecodeMemory before anything is
 	// allocated for it.
 	MaxMemory int
+}
+
+func (l Limits) maxBytes() int {
+	if l.MaxBytes <= 0 {
+		return DefaultMaxDecompressedBytes
+	}
+	return l.MaxBytes
 }
 
 func (l Limits) maxMemory() int {
@@ -149,7 +160,7 @@ func snappyBlockLen(block []byte, l Limits) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: snappy: %v", ErrRecords, err)
 	}
-	if n > l.MaxBytes {
+	if n > l.maxBytes() {
 		return 0, ErrTooLarge
 	}
 	if n > l.maxMemory() {
@@ -179,7 +190,7 @@ func zstdWindow(p []byte, l Limits) (int, error) {
 			continue
 		}
 		if h.HasFCS {
-			if content += h.FrameContentSize; content > uint64(l.MaxBytes) || content < h.FrameContentSize {
+			if content += h.FrameContentSize; content > uint64(l.maxBytes()) || content < h.FrameContentSize {
 				return 0, ErrTooLarge
 			}
 		}

@@ -150,10 +150,10 @@ func appendHeader(dst []byte, orig Batch, attrs uint16, baseTS, maxTS int64, cou
 // headers and timestamps, renumbered and compressed again in b's codec,
 // under b's offsets, producer fields, flags and timestamp type. Unlike Check
 // it holds the decompressed records and the new payload at once, each
-// bounded by l.MaxBytes; no Java or Go client sends such batches.
+// bounded by l.MaxBytes (its default when zero); no Java or Go client sends such batches.
 func (b Batch) Rebuild(l Limits) (Batch, error) {
 	var scratch []byte
-	it, err := b.RecordsReuse(l.MaxBytes, &scratch)
+	it, err := b.RecordsReuse(l.maxBytes(), &scratch)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,7 @@ func openScanner(b Batch, l Limits) (*scanner, error) {
 	}
 	s := scanners.Get().(*scanner)
 	s.buf = s.buf[:min(scanWindow, cap(s.buf))]
-	s.pos, s.end, s.eof, s.total, s.limit, s.name = 0, 0, false, 0, l.MaxBytes, codec.String()
+	s.pos, s.end, s.eof, s.total, s.limit, s.name = 0, 0, false, 0, l.maxBytes(), codec.String()
 	s.src.Reset(p)
 	switch codec {
 	case CodecGzip:

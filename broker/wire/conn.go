@@ -69,6 +69,9 @@ type pending struct {
 	// show the decode fits.
 	size    int64
 	clipped bool
+	// decompress is what validating a Produce's record sets may hold
+	// beside the frame while it is served (produceDecompression).
+	decompress int64
 	// header and body are the parsed frame.
 	header RequestHeader
 	body   []byte
@@ -277,7 +280,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
-			p.lease.Shrink(int64(len(p.frame)))
+			p.lease.Shrink(int64(len(p.frame)) + p.decompress)
 			return
 		}
 		p.lease.Release()
@@ -317,6 +320,10 @@ func (cn *conn) reserveDecode(p *pending) error {
 		case ok && est < want:
 			want = est
 		}
+	}
+	if h.Key == produceKey && s.Budget != nil {
+		p.decompress = produceDecompression(h.Version, body, s.RecordLimits)
+		want += p.decompress
 	}
 	if n := want - p.lease.Held(); n > 0 {
 		return cn.grow(p.lease, n)

@@ -80,6 +80,12 @@
 //     or unknown tagged fields in flexible versions), as Kafka frees a
 //     request's buffer once parsed unless its schema has BYTES fields.
 //     So a long-poll Fetch parked for MaxWaitMs holds at most its frame.
+//     A Produce also keeps, from the start, the decoder memory that
+//     validating its largest record set will hold (a zstd window, LZ4
+//     blocks, a snappy block; record.SetDecodeMemory, read from the batch
+//     headers under Server.RecordLimits), since the handler validates its
+//     sets one after another while it is served: a few kilobytes declaring
+//     a 64 MiB window weigh 64 MiB in the budget, not a few kilobytes.
 //     What is left is released when the dispatcher returns.
 //
 // DecodeAmplification is a generated table (amplification_gen.go): the most

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // ReservationSlack is added to every reservation: the request struct, the
@@ -146,11 +148,32 @@ func sizeEstimate(key, version int16, body []byte) (int64, bool) {
 	return int64(len(body)) + est + ReservationSlack, true
 }
 
+// produceDecompression returns the most decoder memory validating one of
+// a Produce body's record sets may hold (a zstd window, LZ4 blocks, a
+// snappy block), read from the batch headers alone: the handler validates
+// the sets one after another while the request is served, so a Produce
+// holds this much beside its frame until its answer is built. A body that
+// does not scan returns 0: it is refused before anything is validated.
+func produceDecompression(version int16, body []byte, limits record.Limits) int64 {
+	s := scanner{b: body, flexible: isFlexible(produceKey, version), limits: &limits}
+	s.produce(version)
+	if s.bad {
+		return 0
+	}
+	return s.decompress
+}
+
 // scanner walks a request body the way kmsg's generated decoders do.
 type scanner struct {
 	b        []byte
 	flexible bool
 	bad      bool
+	// limits, when set, are the record limits Produce's batches are
+	// validated under, and decompress becomes the most decoder memory
+	// (record.SetDecodeMemory) any of its record sets needs: they are
+	// validated one at a time.
+	limits     *record.Limits
+	decompress int64
 }
 
 func (s *scanner) skip(n int) {
@@ -274,6 +297,12 @@ func (s *scanner) produce(version int16) int64 {
 		for j := 0; j < parts && !s.bad; j++ {
 			s.int32()                       // Partition
 			if n := s.length(true); n > 0 { // Records alias the frame
+				if s.limits != nil && n <= len(s.b) {
+					// A set validation would refuse holds what its
+					// batches before the bad one need, at most.
+					mem, _ := record.SetDecodeMemory(s.b[:n], *s.limits)
+					s.decompress = max(s.decompress, int64(mem))
+				}
 				s.skip(n)
 			}
 			cost += s.tags()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/record"
 )
 
 // Request is one framed request whose header has been parsed. Body is the
@@ -95,6 +97,11 @@ type Server struct {
 	// listener with Listen to set the receive buffer before handshakes.
 	SendBufferBytes    int
 	ReceiveBufferBytes int
+	// RecordLimits are the limits record batches are validated under
+	// (the log's MaxDecompressedBytes and MaxDecodeMemory); zero fields
+	// mean the record package's defaults. A Produce's reservation counts
+	// the decoder memory its validation may hold under them.
+	RecordLimits record.Limits
 	// MaxInFlight bounds the responses queued for one connection's writer
 	// before its executor stops serving; 0 means 16.
 	MaxInFlight int
