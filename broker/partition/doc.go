@@ -5,8 +5,8 @@
 // its Partition and UnifiedLog classes: the leader epoch, the high watermark,
 // the last stable offset, and the fetch waiters that long-polling fetches
 // park on. On a single node the high watermark advances to the log end offset
-// after every append; the cluster issue will instead advance it from follower
-// log end offsets through UpdateFollower, without reshaping the type.
+// after every append; with replication it is to advance from the followers'
+// log end offsets instead, without reshaping the type.
 //
 // Use:
 //
