@@ -102,8 +102,8 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 	// records; ReplicaManager.appendRecords then checks acks, and
 	// appendToLocalLog refuses internal topics.
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
-	if p == nil {
-		return kerr.UnknownTopicOrPartition.Code, ""
+	if code := env.notLeaderCode(topic, part, p); code != 0 {
+		return code, ""
 	}
 	if code, _ := validateProduceRecords(r.Version, records); code != 0 {
 		// KafkaApis answers these with a bare PartitionResponse: the

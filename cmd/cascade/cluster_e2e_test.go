@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// clusterProc is one cascade process of a three-node test cluster.
+type clusterProc struct {
+	id     int
+	dir    string
+	conf   string
+	client string
+	cmd    *exec.Cmd
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (p *clusterProc) start(t *testing.T, bin string, logs *syncBuffer) {
+	t.Helper()
+	p.cmd = exec.Command(bin, "-config", p.conf)
+	p.cmd.Stdout, p.cmd.Stderr = logs, logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *clusterProc) kill() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+		p.cmd = nil
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds or bound passes, and
+// returns how long it took.
+func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < bound {
+		if cond() {
+			return time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %v", what, bound)
+	return 0
+}
+
+// TestClusterThreeProcesses starts three combined broker,controller
+// processes of cmd/cascade from Kafka KRaft server.properties and checks
+// through franz-go that they form one cluster: every broker is listed, an
+// RF=1 topic is spread over all three and serves produce and fetch on each
+// partition, replication factors above 1 are refused, and after SIGKILL of
+// the active controller a new one is elected, admin requests work again,
+// the dead broker is fenced, and the killed node, restarted from its
+// directory, rejoins and serves its partitions again.
+func TestClusterThreeProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/cascade and starts three processes")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "cascade")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	procs := make([]*clusterProc, 3)
+	var voters []string
+	ctlPorts := make([]int, 3)
+	for i := range procs {
+		ctlPorts[i] = freePort(t)
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctlPorts[i]))
+	}
+	logs := make([]*syncBuffer, 3)
+	var seeds []string
+	for i := range procs {
+		p := &clusterProc{id: i + 1, dir: filepath.Join(tmp, "node"+strconv.Itoa(i+1))}
+		port := freePort(t)
+		p.client = fmt.Sprintf("127.0.0.1:%d", port)
+		seeds = append(seeds, p.client)
+		p.conf = filepath.Join(tmp, fmt.Sprintf("server-%d.properties", i+1))
+		props := strings.Join([]string{
+			"process.roles=broker,controller",
+			"node.id=" + strconv.Itoa(i+1),
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", p.client, ctlPorts[i]),
+			"controller.listener.names=CONTROLLER",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+			"log.dirs=" + p.dir,
+		}, "\n") + "\n"
+		if err := os.WriteFile(p.conf, []byte(props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = &syncBuffer{}
+		procs[i] = p
+	}
+	for i, p := range procs {
+		p.start(t, bin, logs[i])
+	}
+	defer func() {
+		for _, p := range procs {
+			p.kill()
+		}
+		if t.Failed() {
+			for i := range procs {
+				t.Logf("node %d log:\n%s", i+1, logs[i].String())
+			}
+		}
+	}()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(20*time.Second),
+		// The test polls Metadata for changes: franz-go caches it for
+		// MetadataMinAge otherwise.
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	liveBrokers := func() map[int32]bool {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		m, err := adm.BrokerMetadata(c)
+		if err != nil {
+			return nil
+		}
+		out := map[int32]bool{}
+		for _, b := range m.Brokers {
+			out[b.NodeID] = true
+		}
+		return out
+	}
+	formed := waitFor(t, 60*time.Second, "three brokers in Metadata", func() bool { return len(liveBrokers()) == 3 })
+	t.Logf("cluster formed: Metadata lists 3 brokers %v after start", formed)
+
+	const topic = "spread"
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	leaders := func(name string) map[int32]int32 {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		m, err := adm.Metadata(c, name)
+		if err != nil {
+			return nil
+		}
+		out := map[int32]int32{}
+		for _, p := range m.Topics[name].Partitions {
+			out[p.Partition] = p.Leader
+		}
+		return out
+	}
+	var placed map[int32]int32
+	waitFor(t, 20*time.Second, "6 partitions with leaders", func() bool {
+		placed = leaders(topic)
+		if len(placed) != 6 {
+			return false
+		}
+		for _, l := range placed {
+			if l < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	byBroker := map[int32][]int32{}
+	for p, l := range placed {
+		byBroker[l] = append(byBroker[l], p)
+	}
+	if len(byBroker) != 3 {
+		t.Fatalf("partitions not spread over the three brokers: %v", placed)
+	}
+
+	produceAll := func(value string, parts []int32) {
+		t.Helper()
+		for _, p := range parts {
+			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := cl.ProduceSync(c, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}).FirstErr()
+			cancel()
+			if err != nil {
+				t.Fatalf("produce to %s-%d: %v", topic, p, err)
+			}
+		}
+	}
+	consume := func(parts []int32, want int) map[string]int {
+		t.Helper()
+		offs := map[int32]kgo.Offset{}
+		for _, p := range parts {
+			offs[p] = kgo.NewOffset().AtStart()
+		}
+		cc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		got := map[string]int{}
+		n := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for n < want && time.Now().Before(deadline) {
+			c, cancel := context.WithTimeout(ctx, 2*time.Second)
+			fs := cc.PollFetches(c)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				got[fmt.Sprintf("%d:%s", r.Partition, r.Value)]++
+				n++
+			})
+		}
+		if n < want {
+			t.Fatalf("read %d of %d records back: %v", n, want, got)
+		}
+		return got
+	}
+	all := []int32{0, 1, 2, 3, 4, 5}
+	produceAll("first", all)
+	got := consume(all, 6)
+	for _, p := range all {
+		if got[fmt.Sprintf("%d:first", p)] != 1 {
+			t.Fatalf("partition %d not read back: %v", p, got)
+		}
+	}
+
+	res, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated")
+	if !errors.Is(err, kerr.InvalidReplicationFactor) && !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("RF=3 CreateTopic: %v / %v, want INVALID_REPLICATION_FACTOR", err, res.Err)
+	}
+
+	dc, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlID := dc.Controller
+	if ctlID < 1 || ctlID > 3 {
+		t.Fatalf("DescribeCluster controller %d", ctlID)
+	}
+	victim := procs[ctlID-1]
+	killed := time.Now()
+	victim.kill()
+	electedIn := waitFor(t, 30*time.Second, "a new active controller", func() bool {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		d, err := adm.BrokerMetadata(c)
+		return err == nil && d.Controller > 0 && d.Controller != ctlID
+	})
+	adminIn := waitFor(t, 30*time.Second, "CreateTopics after failover", func() bool {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		r, err := adm.CreateTopic(c, 2, 1, nil, "after-failover")
+		return err == nil && r.Err == nil || errors.Is(r.Err, kerr.TopicAlreadyExists)
+	})
+	adminIn = time.Since(killed)
+	alter := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("3600000")}}
+	if rs, err := adm.AlterTopicConfigs(ctx, alter, "after-failover"); err != nil || rs[0].Err != nil {
+		t.Fatalf("IncrementalAlterConfigs after failover: %v %v", err, rs)
+	}
+	if rs, err := adm.DeleteTopics(ctx, "after-failover"); err != nil || rs["after-failover"].Err != nil {
+		t.Fatalf("DeleteTopics after failover: %v %v", err, rs)
+	}
+	fencedIn := waitFor(t, 30*time.Second, "the killed broker fenced", func() bool {
+		b := liveBrokers()
+		return len(b) == 2 && !b[ctlID]
+	})
+	fencedIn = time.Since(killed)
+	t.Logf("kill -9 of active controller %d: new active controller seen after %v; CreateTopics answered %v after the kill; dead broker out of Metadata %v after the kill",
+		ctlID, electedIn, adminIn, fencedIn)
+	for p, l := range leaders(topic) {
+		if l == ctlID {
+			t.Fatalf("partition %d still led by the killed broker", p)
+		}
+		if placed[p] == ctlID && l != -1 {
+			t.Fatalf("partition %d of the killed broker has leader %d, want -1", p, l)
+		}
+	}
+
+	victim.start(t, bin, logs[ctlID-1])
+	restarted := time.Now()
+	waitFor(t, 60*time.Second, "the restarted broker leading its partitions again", func() bool {
+		now := leaders(topic)
+		for _, p := range byBroker[ctlID] {
+			if now[p] != ctlID {
+				return false
+			}
+		}
+		return len(liveBrokers()) == 3
+	})
+	t.Logf("restarted node %d unfenced and leading its partitions %v after %v", ctlID, byBroker[ctlID], time.Since(restarted))
+	produceAll("second", byBroker[ctlID])
+	got = consume(byBroker[ctlID], 2*len(byBroker[ctlID]))
+	for _, p := range byBroker[ctlID] {
+		if got[fmt.Sprintf("%d:first", p)] != 1 || got[fmt.Sprintf("%d:second", p)] != 1 {
+			t.Fatalf("partition %d after restart: %v", p, got)
+		}
+	}
+}
