@@ -343,9 +343,34 @@ func (w *brokerWriter) CreateTopics(reqs []metadata.CreateTopic, validateOnly bo
 			out[i].Err = codeError(t.ErrorCode, msg)
 			continue
 		}
-		out[i].Topic, _ = w.n.broker.Image().Topic(out[i].Name)
+		if validateOnly {
+			continue
+		}
+		if out[i].Topic = w.n.awaitTopic(ctx, out[i].Name); out[i].Topic == nil {
+			// Created, but not yet seen here: as Kafka's
+			// LEADER_NOT_AVAILABLE after auto-creation, the client
+			// retries and finds it.
+			out[i].Err = &metadata.Error{Kind: metadata.ErrTopicExists, Message: "Topic '" + out[i].Name + "' was created but is not yet known to this broker"}
+		}
 	}
 	return out
+}
+
+// awaitTopic waits (bounded by ctx) until this node has applied the batch
+// that created topic name, which the controller answered once committed:
+// the caller (auto-creation, a coordinator loading its internal topic)
+// goes on to use the topic here. It returns nil if ctx ends first.
+func (n *clusterNode) awaitTopic(ctx context.Context, name string) *metadata.Topic {
+	for {
+		if t, ok := n.broker.Image().Topic(name); ok {
+			return t
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // codeError turns a Kafka code from the controller back into a metadata

@@ -18,6 +18,12 @@ type Cluster interface {
 	// ControllerID returns the active controller's node id, -1 when none
 	// is known.
 	ControllerID() int32
+	// CoordinatorID returns the node that hosts every partition of the
+	// internal topics (__consumer_offsets, __transaction_state) and so
+	// is the group and transaction coordinator: until partitions are
+	// replicated, coordinators stay on this one node rather than move
+	// with partition leadership.
+	CoordinatorID() int32
 }
 
 // BrokerAddr is one broker as Metadata lists it.
@@ -71,4 +77,43 @@ func (env *Env) notLeaderCode(topic string, part int32, p *partition.Partition) 
 		return kerr.NotLeaderForPartition.Code
 	}
 	return 0
+}
+
+// coordinator returns the node FindCoordinator names: this node alone, or
+// the cluster's coordinator node while it is live; ok is false when it is
+// not.
+func (env *Env) coordinator() (BrokerAddr, bool) {
+	if env.Cluster == nil {
+		return BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}, true
+	}
+	id := env.Cluster.CoordinatorID()
+	for _, b := range env.Cluster.LiveBrokers() {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return BrokerAddr{}, false
+}
+
+// notCoordinator reports whether this node is a cluster node that is not
+// the coordinator node: group requests sent here answer NOT_COORDINATOR,
+// as Kafka's for a group whose partition this broker does not lead.
+func (env *Env) notCoordinator() bool {
+	return env.Cluster != nil && env.Cluster.CoordinatorID() != env.NodeID
+}
+
+// internalTopic returns the creation of an internal topic as this node
+// makes it: unchanged on a single node; on a cluster with every partition
+// assigned to the coordinator node, so that its coordinator holds them all.
+func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
+	if env.Cluster == nil {
+		return t
+	}
+	id := env.Cluster.CoordinatorID()
+	t.Assignments = make([]metadata.Assignment, t.NumPartitions)
+	for i := range t.Assignments {
+		t.Assignments[i] = metadata.Assignment{Partition: int32(i), Replicas: []int32{id}}
+	}
+	t.NumPartitions, t.ReplicationFactor = -1, -1
+	return t
 }

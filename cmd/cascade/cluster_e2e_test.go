@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterProc is one cascade process of a three-node test cluster.
@@ -158,6 +160,21 @@ func TestClusterThreeProcesses(t *testing.T) {
 		}
 		return out
 	}
+	// liveBrokersOn asks one broker for Metadata, so a stopped broker
+	// does not hold up the poll.
+	liveBrokersOn := func(id int) map[int32]bool {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		m, err := kmsg.NewPtrMetadataRequest().RequestWith(c, cl.Broker(id))
+		if err != nil {
+			return nil
+		}
+		out := map[int32]bool{}
+		for _, b := range m.Brokers {
+			out[b.NodeID] = true
+		}
+		return out
+	}
 	formed := waitFor(t, 60*time.Second, "three brokers in Metadata", func() bool { return len(liveBrokers()) == 3 })
 	t.Logf("cluster formed: Metadata lists 3 brokers %v after start", formed)
 
@@ -247,16 +264,102 @@ func TestClusterThreeProcesses(t *testing.T) {
 		}
 	}
 
+	// A consumer group: every node's FindCoordinator names the
+	// coordinator node, which holds all of __consumer_offsets.
+	gc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("cluster-group"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped := 0
+	groupDeadline := time.Now().Add(45 * time.Second)
+	for grouped < 6 && time.Now().Before(groupDeadline) {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := gc.PollFetches(c)
+		cancel()
+		grouped += fs.NumRecords()
+	}
+	if grouped < 6 {
+		t.Fatalf("consumer group read %d of 6 records", grouped)
+	}
+	if err := gc.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("committing group offsets: %v", err)
+	}
+	gc.Close()
+	for _, p := range procs {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKeys = []string{"cluster-group"}
+		resp, err := fc.RequestWith(ctx, cl.Broker(p.id))
+		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 || resp.Coordinators[0].NodeID != 1 {
+			t.Fatalf("FindCoordinator on node %d: %v %+v, want node 1", p.id, err, resp)
+		}
+	}
+
+	// Admin requests sent to a broker that is not the active controller
+	// are forwarded to it.
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dcResp, err := dc.RequestWith(ctx, cl.Broker(1))
+	if err != nil || dcResp.ErrorCode != 0 || len(dcResp.Brokers) != 3 {
+		t.Fatalf("DescribeCluster: %v %+v", err, dcResp)
+	}
+	other := int32(1)
+	if dcResp.ControllerID == 1 {
+		other = 2
+	}
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 10000
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "forwarded", 3, 1
+	ct.Topics = append(ct.Topics, ctt)
+	ctResp, err := ct.RequestWith(ctx, cl.Broker(int(other)))
+	if err != nil || ctResp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics through broker %d (controller %d): %v %+v", other, dcResp.ControllerID, err, ctResp)
+	}
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TimeoutMillis = 10000
+	dtt := kmsg.NewDeleteTopicsRequestTopic()
+	dtt.Topic = kmsg.StringPtr("forwarded")
+	dt.Topics = append(dt.Topics, dtt)
+	dt.TopicNames = []string{"forwarded"}
+	dtResp, err := dt.RequestWith(ctx, cl.Broker(int(other)))
+	if err != nil || dtResp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics through broker %d: %v %+v", other, err, dtResp)
+	}
+
+	// sarama: Metadata and a produce to a partition of every broker.
+	scfg := sarama.NewConfig()
+	scfg.Version = sarama.V3_0_0_0
+	scfg.Producer.Return.Successes = true
+	scfg.Producer.Partitioner = sarama.NewManualPartitioner
+	sc, err := sarama.NewClient(seeds, scfg)
+	if err != nil {
+		t.Fatalf("sarama client: %v", err)
+	}
+	if n := len(sc.Brokers()); n != 3 {
+		t.Fatalf("sarama sees %d brokers", n)
+	}
+	sp, err := sarama.NewSyncProducerFromClient(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range byBroker {
+		if _, _, err := sp.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: parts[0], Value: sarama.StringEncoder("sarama")}); err != nil {
+			t.Fatalf("sarama produce to partition %d: %v", parts[0], err)
+		}
+	}
+	sp.Close()
+	sc.Close()
+
 	res, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated")
 	if !errors.Is(err, kerr.InvalidReplicationFactor) && !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
 		t.Fatalf("RF=3 CreateTopic: %v / %v, want INVALID_REPLICATION_FACTOR", err, res.Err)
 	}
 
-	dc, err := adm.BrokerMetadata(ctx)
+	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctlID := dc.Controller
+	ctlID := md.Controller
 	if ctlID < 1 || ctlID > 3 {
 		t.Fatalf("DescribeCluster controller %d", ctlID)
 	}
@@ -312,10 +415,54 @@ func TestClusterThreeProcesses(t *testing.T) {
 	})
 	t.Logf("restarted node %d unfenced and leading its partitions %v after %v", ctlID, byBroker[ctlID], time.Since(restarted))
 	produceAll("second", byBroker[ctlID])
-	got = consume(byBroker[ctlID], 2*len(byBroker[ctlID]))
+	got = consume(byBroker[ctlID], 2*len(byBroker[ctlID])+1) // and sarama's on the first
+	if got[fmt.Sprintf("%d:sarama", byBroker[ctlID][0])] != 1 {
+		t.Fatalf("sarama's record after restart: %v", got)
+	}
 	for _, p := range byBroker[ctlID] {
 		if got[fmt.Sprintf("%d:first", p)] != 1 || got[fmt.Sprintf("%d:second", p)] != 1 {
 			t.Fatalf("partition %d after restart: %v", p, got)
 		}
 	}
+
+	// A broker that stops heartbeating while its sockets stay open
+	// (SIGSTOP) is fenced after broker.session.timeout.ms (9 s), and
+	// unfenced when it heartbeats again.
+	var paused *clusterProc
+	for _, p := range procs {
+		if p.cmd != nil && int32(p.id) != ctlID {
+			if m, err := adm.BrokerMetadata(ctx); err == nil && m.Controller != int32(p.id) {
+				paused = p
+				break
+			}
+		}
+	}
+	if paused == nil {
+		t.Fatal("no broker to pause")
+	}
+	stopped := time.Now()
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	asked := 1
+	if paused.id == 1 {
+		asked = 2
+	}
+	waitFor(t, 30*time.Second, "the paused broker fenced", func() bool {
+		b := liveBrokersOn(asked)
+		return len(b) == 2 && !b[int32(paused.id)]
+	})
+	sessionFenced := time.Since(stopped)
+	// Its last heartbeat was at most broker.heartbeat.interval.ms (2 s)
+	// before the stop.
+	if sessionFenced < 6*time.Second {
+		t.Fatalf("paused broker fenced %v after the stop, before the 9 s session timeout could lapse", sessionFenced)
+	}
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	waitFor(t, 30*time.Second, "the resumed broker unfenced", func() bool { return len(liveBrokersOn(asked)) == 3 })
+	t.Logf("SIGSTOP of broker %d: fenced %v after the stop; unfenced %v after SIGCONT",
+		paused.id, sessionFenced, time.Since(resumed))
 }
