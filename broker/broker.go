@@ -218,9 +218,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if b.cluster != nil {
 		b.cluster.startBrokerSide(env)
-	} else {
-		logUnserved(b.logger, bc)
 	}
+	logUnserved(b.logger, bc, b.cluster != nil)
 	b.logger.Info("cascade broker started", "node.id", bc.NodeID, "listener", b.ln.Addr().String(),
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "log.dirs", bc.LogDirs, "cluster.id", b.meta.Image().ClusterID)
 	ok = true
@@ -229,12 +228,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 // logUnserved logs, once at start, the configs that are set but change
 // nothing in Cascade, and the controller listeners it does not bind: its
-// single node runs the metadata quorum in-process, and until the cluster
-// phase no controller RPCs exist to serve, so a port there would answer
-// nothing.
-func logUnserved(logger *slog.Logger, bc *config.Broker) {
+// single node runs the metadata quorum in-process, so a port there would
+// answer nothing. A cluster node binds its controller listener and honours
+// the keys of clusterKeys.
+func logUnserved(logger *slog.Logger, bc *config.Broker, cluster bool) {
 	for _, n := range bc.NoEffect() {
+		if cluster && clusterKeys[n.Key] {
+			continue
+		}
 		logger.Info("configuration has no effect", "key", n.Key, "value", n.Value, "reason", n.Reason)
+	}
+	if cluster {
+		return
 	}
 	for _, l := range bc.ControllerListeners() {
 		logger.Info("controller listener not served", "listener", l.Name, "address", l.Addr(),

@@ -64,6 +64,18 @@ type clusterNode struct {
 	conns   map[net.Conn]struct{}
 }
 
+// clusterKeys are the keys config marks as having no effect on the single
+// node that a cluster node honours: broker registration and heartbeats,
+// fencing, and the quorum's timing.
+var clusterKeys = map[string]bool{
+	"broker.heartbeat.interval.ms":          true,
+	"broker.session.timeout.ms":             true,
+	"broker.rack":                           true,
+	"controller.quorum.election.timeout.ms": true,
+	"controller.quorum.fetch.timeout.ms":    true,
+	"controller.quorum.request.timeout.ms":  true,
+}
+
 // clusterIDFor returns the quorum's cluster id: cluster.id when set, else
 // one derived from controller.quorum.voters, so that every voter of one
 // static quorum agrees on it before anything is committed (the quorum's

@@ -117,3 +117,19 @@ func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
 	t.NumPartitions, t.ReplicationFactor = -1, -1
 	return t
 }
+
+// currentLeader returns the leader and leader epoch of a partition in the
+// latest image, for KIP-951's CurrentLeader field of a
+// NOT_LEADER_OR_FOLLOWER answer; ok is false when the partition has no
+// live leader to name.
+func (env *Env) currentLeader(topic string, part int32) (id, epoch int32, ok bool) {
+	if env.Cluster == nil {
+		return -1, -1, false // a single node leads all it has
+	}
+	t, found := env.Meta.Image().Topic(topic)
+	if !found || part < 0 || int(part) >= len(t.Partitions) || t.Partitions[part].Leader < 0 {
+		return -1, -1, false
+	}
+	p := t.Partitions[part]
+	return p.Leader, p.LeaderEpoch, true
+}

@@ -216,6 +216,44 @@ func TestClusterThreeProcesses(t *testing.T) {
 		t.Fatalf("partitions not spread over the three brokers: %v", placed)
 	}
 
+	// A broker that does not lead a partition refuses Produce and
+	// ListOffsets for it, naming the leader (KIP-951) where it can.
+	p0, l0 := int32(0), placed[0]
+	notLeader := int32(1 + l0%3)
+	tm, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// franz-go sends its highest version the broker supports: v13 names
+	// the topic by id.
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = -1, 5000
+	prt := kmsg.NewProduceRequestTopic()
+	prt.Topic, prt.TopicID = topic, tm.Topics[topic].ID
+	prp := kmsg.NewProduceRequestTopicPartition()
+	prp.Partition = p0
+	prt.Partitions = append(prt.Partitions, prp)
+	pr.Topics = append(pr.Topics, prt)
+	prResp, err := pr.RequestWith(ctx, cl.Broker(int(notLeader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := prResp.Topics[0].Partitions[0]; sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != l0 ||
+		len(prResp.Brokers) != 1 || prResp.Brokers[0].NodeID != l0 {
+		t.Fatalf("Produce to broker %d for a partition led by %d: %+v, brokers %+v", notLeader, l0, sp, prResp.Brokers)
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lot := kmsg.NewListOffsetsRequestTopic()
+	lot.Topic = topic
+	lop := kmsg.NewListOffsetsRequestTopicPartition()
+	lop.Partition, lop.Timestamp = p0, -1
+	lot.Partitions = append(lot.Partitions, lop)
+	lo.Topics = append(lo.Topics, lot)
+	loResp, err := lo.RequestWith(ctx, cl.Broker(int(notLeader)))
+	if err != nil || loResp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("ListOffsets to broker %d for a partition led by %d: %v %+v", notLeader, l0, err, loResp)
+	}
+
 	produceAll := func(value string, parts []int32) {
 		t.Helper()
 		for _, p := range parts {
