@@ -231,6 +231,9 @@ func (d *clusterDispatcher) Dispatch(ctx context.Context, wr *wire.Request) (wir
 	if req := kmsg.RequestForKey(wr.Header.Key); req == nil || wr.Header.Version > req.MaxVersion() {
 		return d.env.Dispatch(ctx, wr) // the handlers refuse it as a single node does
 	}
+	if !namesTopics(wr) {
+		return d.env.Dispatch(ctx, wr)
+	}
 	ctx, cancel := context.WithTimeout(ctx, forwardBound)
 	defer cancel()
 	resp, err := d.forwardLoop(ctx, wr)
@@ -238,6 +241,39 @@ func (d *clusterDispatcher) Dispatch(ctx context.Context, wr *wire.Request) (wir
 		return wire.Response{}, fmt.Errorf("broker: forwarding %s: %w", kmsg.NameForKey(wr.Header.Key), err)
 	}
 	return resp, nil
+}
+
+// namesTopics reports whether a request of forwardedKeys must go to the
+// controller: every one but an AlterConfigs or IncrementalAlterConfigs
+// without a TOPIC resource. BROKER_LOGGER and BROKER resources name this
+// node (or the cluster-wide defaults, which Cascade does not change at run
+// time) and are answered here, as a single node answers them. A request
+// that does not decode goes to the handlers, which close the connection.
+func namesTopics(wr *wire.Request) bool {
+	var types []kmsg.ConfigResourceType
+	switch wr.Header.Key {
+	case 33:
+		r := kmsg.NewPtrAlterConfigsRequest()
+		r.SetVersion(wr.Header.Version)
+		if r.ReadFrom(wr.Body) != nil {
+			return false
+		}
+		for _, res := range r.Resources {
+			types = append(types, res.ResourceType)
+		}
+	case 44:
+		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r.SetVersion(wr.Header.Version)
+		if r.ReadFrom(wr.Body) != nil {
+			return false
+		}
+		for _, res := range r.Resources {
+			types = append(types, res.ResourceType)
+		}
+	default:
+		return true
+	}
+	return slices.Contains(types, kmsg.ConfigResourceTypeTopic)
 }
 
 // forwardOnce sends the request to the active controller known now: this

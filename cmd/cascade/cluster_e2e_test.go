@@ -503,4 +503,25 @@ func TestClusterThreeProcesses(t *testing.T) {
 	waitFor(t, 30*time.Second, "the resumed broker unfenced", func() bool { return len(liveBrokersOn(asked)) == 3 })
 	t.Logf("SIGSTOP of broker %d: fenced %v after the stop; unfenced %v after SIGCONT",
 		paused.id, sessionFenced, time.Since(resumed))
+
+	// SIGTERM stops every node cleanly (exit status 0) within a bound,
+	// the quorum losing its majority on the way.
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range procs {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case err := <-done:
+			p.cmd = nil
+			if err != nil {
+				t.Errorf("node %d stopped with %v", p.id, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("node %d did not stop within 20 s of SIGTERM", p.id)
+		}
+	}
 }
