@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -142,9 +143,63 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 	}
 }
 
+// controllerAPIs are the Kafka APIs the controller listener serves beside
+// the forwarded ones, with the versions it implements.
+var controllerAPIs = []handler.API{
+	{Key: 18, Min: 0, Max: 4}, // ApiVersions
+	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
+	{Key: 63, Min: 0, Max: 1}, // BrokerHeartbeat
+	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
+}
+
+// controllerVersions returns the version range the controller listener
+// serves for key, as its ApiVersions advertises: the forwarded admin APIs
+// at the handlers' versions, controllerAPIs at theirs.
+func controllerVersions() []handler.API {
+	out := append([]handler.API(nil), controllerAPIs...)
+	for _, a := range handler.APIs() {
+		if forwardedKeys[a.Key] {
+			out = append(out, handler.API{Key: a.Key, Min: a.Min, Max: a.Max})
+		}
+	}
+	return out
+}
+
+// apiVersions answers ApiVersions on the controller listener, as Kafka's
+// ControllerApis does, so clients and tools can speak to it; an unknown
+// version is UNSUPPORTED_VERSION in v0 format (KIP-511).
+func apiVersions(h wire.RequestHeader, body []byte) (kmsg.Response, error) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	apis := controllerVersions()
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.Min, a.Max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if h.Version > apis[0].Max {
+		resp.SetVersion(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(h.Version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	resp.SetVersion(h.Version)
+	return resp, nil
+}
+
 // handleControllerRequest answers one Kafka request of the controller
 // listener. broker and epoch record whose lifecycle the connection carries.
 func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte, broker *int32, epoch *int64) (kmsg.Response, error) {
+	if h.Key == 18 {
+		return apiVersions(h, body)
+	}
+	if !slices.ContainsFunc(controllerAPIs, func(a handler.API) bool { return a.Key == h.Key && h.Version >= a.Min && h.Version <= a.Max }) &&
+		!forwardedKeys[h.Key] {
+		return nil, fmt.Errorf("api key %d version %d is not served on the controller listener", h.Key, h.Version)
+	}
 	req := kmsg.RequestForKey(h.Key)
 	if req == nil || h.Version < 0 || h.Version > req.MaxVersion() {
 		return nil, fmt.Errorf("unsupported api key %d version %d", h.Key, h.Version)

@@ -364,6 +364,33 @@ func TestClusterThreeProcesses(t *testing.T) {
 		t.Fatalf("DeleteTopics through broker %d: %v %+v", other, err, dtResp)
 	}
 
+	// The controller listener of a controller that is not active answers
+	// NOT_CONTROLLER; the active one's creates the topic.
+	ctlRequest := func(id int32, name string) int16 {
+		t.Helper()
+		cc, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", ctlPorts[id-1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cc.SeedBrokers()[0])
+		if err != nil {
+			t.Fatalf("CreateTopics on controller listener %d: %v", id, err)
+		}
+		return resp.Topics[0].ErrorCode
+	}
+	if code := ctlRequest(other, "direct"); code != kerr.NotController.Code {
+		t.Fatalf("CreateTopics on inactive controller %d: code %d, want NOT_CONTROLLER", other, code)
+	}
+	if code := ctlRequest(dcResp.ControllerID, "direct"); code != 0 {
+		t.Fatalf("CreateTopics on active controller %d: code %d", dcResp.ControllerID, code)
+	}
+
 	// sarama: Metadata and a produce to a partition of every broker.
 	scfg := sarama.NewConfig()
 	scfg.Version = sarama.V3_0_0_0
