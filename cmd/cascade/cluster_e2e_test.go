@@ -531,6 +531,24 @@ func TestClusterThreeProcesses(t *testing.T) {
 	t.Logf("SIGSTOP of broker %d: fenced %v after the stop; unfenced %v after SIGCONT",
 		paused.id, sessionFenced, time.Since(resumed))
 
+	// SIGKILL of a broker that is not the controller: its heartbeat
+	// connection resets and its controller listener refuses a dial, so the
+	// controller fences it at once (controller.BrokerGone), well before
+	// broker.session.timeout.ms.
+	killed = time.Now()
+	paused.kill()
+	waitFor(t, 30*time.Second, "the killed broker fenced", func() bool {
+		b := liveBrokersOn(asked)
+		return len(b) == 2 && !b[int32(paused.id)]
+	})
+	goneIn := time.Since(killed)
+	if goneIn > 6*time.Second {
+		t.Fatalf("a killed broker was fenced after %v, as by its session timeout, not at once", goneIn)
+	}
+	paused.start(t, bin, logs[paused.id-1])
+	waitFor(t, 60*time.Second, "the killed broker back", func() bool { return len(liveBrokersOn(asked)) == 3 })
+	t.Logf("SIGKILL of broker %d (not the controller): fenced %v after the kill", paused.id, goneIn)
+
 	// SIGTERM stops every node cleanly (exit status 0) within a bound,
 	// the quorum losing its majority on the way.
 	for _, p := range procs {
