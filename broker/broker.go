@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -52,6 +53,7 @@ type Broker struct {
 	cfg       Config
 	logger    *slog.Logger
 	meta      *metadata.Store
+	cluster   *clusterNode // nil on a single node
 	logs      *logDirs
 	parts     *partition.Manager
 	srv       *wire.Server
@@ -108,14 +110,24 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 	var err error
-	b.meta, err = metadata.Open(metadataDir(bc), metadata.Options{Broker: bc, Logger: loggers.Logger("cascade.metadata")})
-	if err != nil {
-		return nil, err
+	clusterID := ""
+	if bc.Cluster.Standalone() {
+		b.meta, err = metadata.Open(metadataDir(bc), metadata.Options{Broker: bc, Logger: loggers.Logger("cascade.metadata")})
+		if err != nil {
+			return nil, err
+		}
+		clusterID = b.meta.Image().ClusterID
+	} else {
+		b.cluster, err = startClusterNode(ctx, bc, loggers)
+		if err != nil {
+			return nil, err
+		}
+		b.meta, clusterID = b.cluster.broker, b.cluster.clusterID
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b.logs, err = openLogDirs(bc, b.meta.Image().ClusterID, cfg)
+	b.logs, err = openLogDirs(bc, clusterID, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// servable as soon as CreateTopics (or auto-creation) returns.
 	var syncErr error
 	b.unsub = b.meta.Subscribe(func(_, next *metadata.Image) {
-		if err := b.parts.Sync(specsFor(bc, next)); err != nil {
+		if err := b.parts.Sync(specsFor(bc, next, b.cluster != nil)); err != nil {
 			syncErr = err
 			b.logger.Error("applying metadata to partitions", "err", err)
 		}
@@ -161,6 +173,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Logger:        loggers.Logger("cascade.handler"),
 		Loggers:       loggers,
 	}
+	var dispatcher wire.Dispatcher = env
+	if b.cluster != nil {
+		env.Cluster = b.cluster
+		dispatcher = &clusterDispatcher{n: b.cluster, env: env}
+	}
 	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{
 		AbortInterval: bc.TransactionAbortInterval, IDExpiration: bc.TransactionalIDExpiration})
 	env.Txn = b.txn
@@ -176,7 +193,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.env = env
 	b.srv = &wire.Server{
-		Dispatcher:      env,
+		Dispatcher:      dispatcher,
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
 		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
 		IdleTimeout:     bc.ConnectionsMaxIdle,
@@ -206,7 +223,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	logUnserved(b.logger, bc)
+	if b.cluster != nil {
+		b.cluster.startBrokerSide(env)
+	}
+	logUnserved(b.logger, bc, b.cluster != nil)
 	b.logger.Info("cascade broker started", "node.id", bc.NodeID, "listener", b.ln.Addr().String(),
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "log.dirs", bc.LogDirs, "cluster.id", b.meta.Image().ClusterID)
 	ok = true
@@ -215,12 +235,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 // logUnserved logs, once at start, the configs that are set but change
 // nothing in Cascade, and the controller listeners it does not bind: its
-// single node runs the metadata quorum in-process, and until the cluster
-// phase no controller RPCs exist to serve, so a port there would answer
-// nothing.
-func logUnserved(logger *slog.Logger, bc *config.Broker) {
+// single node runs the metadata quorum in-process, so a port there would
+// answer nothing. A cluster node binds its controller listener and honours
+// the keys of clusterKeys.
+func logUnserved(logger *slog.Logger, bc *config.Broker, cluster bool) {
 	for _, n := range bc.NoEffect() {
+		if cluster && clusterKeys[n.Key] {
+			continue
+		}
 		logger.Info("configuration has no effect", "key", n.Key, "value", n.Value, "reason", n.Reason)
+	}
+	if cluster {
+		return
 	}
 	for _, l := range bc.ControllerListeners() {
 		logger.Info("controller listener not served", "listener", l.Name, "address", l.Addr(),
@@ -254,8 +280,11 @@ func advertised(bc *config.Broker, bound *net.TCPAddr) (string, int32) {
 }
 
 // specsFor lists the partitions this node leads in img, with each topic's
-// log configuration.
-func specsFor(bc *config.Broker, img *metadata.Image) []partition.Spec {
+// log configuration. On a cluster node it lists every partition with a
+// replica here: a partition whose leader was fenced keeps its log (the
+// handlers answer NOT_LEADER_OR_FOLLOWER until it leads again), and only
+// leaving the assignment removes it.
+func specsFor(bc *config.Broker, img *metadata.Image, cluster bool) []partition.Spec {
 	var specs []partition.Spec
 	for _, t := range img.Topics() {
 		cfg, err := config.TopicLogConfig(bc, t.Configs)
@@ -265,7 +294,7 @@ func specsFor(bc *config.Broker, img *metadata.Image) []partition.Spec {
 			cfg, _ = config.TopicLogConfig(bc, nil)
 		}
 		for _, p := range t.Partitions {
-			if p.Leader != bc.NodeID {
+			if p.Leader != bc.NodeID && !(cluster && slices.Contains(p.Replicas, bc.NodeID)) {
 				continue
 			}
 			specs = append(specs, partition.Spec{
@@ -377,6 +406,9 @@ func (b *Broker) shutdown() error {
 	}
 	if b.txn != nil {
 		b.txn.Close()
+	}
+	if b.cluster != nil {
+		errs = append(errs, b.cluster.close())
 	}
 	if b.groups != nil {
 		b.groups.Close()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -274,17 +275,18 @@ func notRunnablef(format string, args ...any) error {
 }
 
 // CheckRunnable refuses what Cascade's node cannot run yet although Kafka
-// would: anything but one combined broker,controller node that is its own
-// only voter, replication factors above 1, and metadata log settings. Load
-// and New call it; LoadCluster and NewCluster do not. The errors match
-// ErrNotRunnable.
+// would: anything but combined broker,controller nodes (one alone, or
+// voters of a static controller.quorum.voters quorum whose partitions have
+// one replica each), a dynamic quorum, replication factors above 1, and
+// metadata log settings. Load and New call it; LoadCluster and NewCluster
+// do not. The errors match ErrNotRunnable.
 func (b *Broker) CheckRunnable() error {
 	c := &b.Cluster
 	if !c.Roles.Combined() {
 		return notRunnablef("process.roles=%s: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet", c.Roles)
 	}
-	if n := len(c.Voters); n > 1 {
-		return notRunnablef("controller.quorum.voters: Cascade runs a single node; a quorum of %d voters is not supported yet", n)
+	if len(c.Voters) > 1 && !slices.ContainsFunc(c.Voters, func(v Voter) bool { return v.ID == c.NodeID }) {
+		return notRunnablef("controller.quorum.voters: node.id %d is not a voter; Cascade runs only combined nodes that are voters of the quorum", c.NodeID)
 	}
 	if n := len(c.BootstrapServers); n > 1 {
 		return notRunnablef("controller.quorum.bootstrap.servers: Cascade runs a single node; a quorum bootstrapped from %d controllers is not supported yet", n)
@@ -295,8 +297,11 @@ func (b *Broker) CheckRunnable() error {
 		"transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor",
 		"share.coordinator.state.topic.min.isr"} {
 		if n, _ := asInt64(b.value(key)); n > 1 {
-			return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10),
-				Reason: "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"}).Error()}
+			reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
+			if len(c.Voters) > 1 {
+				reason = "Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
+			}
+			return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
 		}
 	}
 	for _, key := range metadataLogKeys {

@@ -53,7 +53,7 @@ func TestClusterCombinedNodes(t *testing.T) {
 			t.Fatalf("metadata log dir %q", c.MetadataLog.Dir)
 		}
 		_, err = Load("testdata/kraft-combined.properties", ov)
-		want := "controller.quorum.voters: Cascade runs a single node; a quorum of 3 voters is not supported yet"
+		want := "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
 		if err == nil || err.Error() != want || !errors.Is(err, ErrNotRunnable) {
 			t.Fatalf("node %d: Load gave %v, want %s", id, err, want)
 		}
@@ -236,7 +236,6 @@ func TestCheckRunnable(t *testing.T) {
 	}{
 		{[]string{"default.replication.factor=3"}, "Invalid value 3 for configuration default.replication.factor: a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"},
 		{[]string{"offsets.topic.replication.factor=2"}, "Invalid value 2 for configuration offsets.topic.replication.factor: a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"},
-		{[]string{"controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.2:9093"}, "controller.quorum.voters: Cascade runs a single node; a quorum of 2 voters is not supported yet"},
 		{[]string{"controller.quorum.voters=", "controller.quorum.bootstrap.servers=a:1,b:2"}, "controller.quorum.bootstrap.servers: Cascade runs a single node; a quorum bootstrapped from 2 controllers is not supported yet"},
 		{[]string{"metadata.log.dir=/m"}, "metadata.log.dir=/m: Cascade's single node keeps its metadata log in its own format under log.dirs and does not configure it yet"},
 		{[]string{"metadata.log.segment.bytes=16777216"}, "metadata.log.segment.bytes=16777216: Cascade's single node keeps its metadata log in its own format under log.dirs and does not configure it yet"},
@@ -256,6 +255,10 @@ func TestCheckRunnable(t *testing.T) {
 	}
 	if b, err := LoadCluster("", single); err != nil || b.CheckRunnable() != nil {
 		t.Fatalf("a single voter that is this node: %v", err)
+	}
+	three := append(append([]string(nil), single...), "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095")
+	if b, err := LoadCluster("", three); err != nil || b.CheckRunnable() != nil {
+		t.Fatalf("a combined voter of three: %v, %v", err, b.CheckRunnable())
 	}
 }
 

@@ -52,6 +52,7 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 	validAcks := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
 	failed := false
 	img := env.Meta.Image()
+	var leaders map[int32]bool // KIP-951: nodes named as current leaders
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -74,6 +75,15 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 				code, msg = produceOne(env, req, r, topic, rp.Records, rp.Partition, validAcks, &sp)
 			}
 			sp.ErrorCode = code
+			if code == kerr.NotLeaderForPartition.Code && r.Version >= 10 {
+				if id, epoch, ok := env.currentLeader(topic, rp.Partition); ok {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+					if leaders == nil {
+						leaders = map[int32]bool{}
+					}
+					leaders[id] = true
+				}
+			}
 			if code != 0 {
 				failed = true
 				env.Metrics.Error(req.Key, code)
@@ -84,6 +94,17 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, b := range env.brokers() {
+		if leaders[b.ID] {
+			pb := kmsg.NewProduceResponseBroker()
+			pb.NodeID, pb.Host, pb.Port = b.ID, b.Host, b.Port
+			if b.Rack != "" {
+				rack := b.Rack
+				pb.Rack = &rack
+			}
+			resp.Brokers = append(resp.Brokers, pb)
+		}
 	}
 	if r.Acks == 0 {
 		if failed {
@@ -102,8 +123,8 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 	// records; ReplicaManager.appendRecords then checks acks, and
 	// appendToLocalLog refuses internal topics.
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
-	if p == nil {
-		return kerr.UnknownTopicOrPartition.Code, ""
+	if code := env.notLeaderCode(topic, part, p); code != 0 {
+		return code, ""
 	}
 	if code, _ := validateProduceRecords(r.Version, records); code != 0 {
 		// KafkaApis answers these with a bare PartitionResponse: the

@@ -240,8 +240,8 @@ func (fp *fetchPart) resolve(env *Env, useIDs bool) {
 		fp.topic = name
 	}
 	fp.p = env.Partitions.Get(log.TopicPartition{Topic: fp.topic, Partition: k.partition})
-	if fp.p == nil {
-		fp.code = kerr.UnknownTopicOrPartition.Code
+	if code := env.notLeaderCode(fp.topic, k.partition, fp.p); code != 0 {
+		fp.p, fp.code = nil, code
 		return
 	}
 	fp.code = checkLeaderEpoch(fp.cp.currentLeaderEpoch, fp.p.LeaderEpoch())

@@ -115,8 +115,8 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 // fetchable offset of the isolation level are never returned.
 func listOffset(env *Env, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition, iso partition.Isolation, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: rp.Partition})
-	if p == nil {
-		return kerr.UnknownTopicOrPartition.Code
+	if code := env.notLeaderCode(topic, rp.Partition, p); code != 0 {
+		return code
 	}
 	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 		return code

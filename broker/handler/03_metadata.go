@@ -63,12 +63,18 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 	resp.SetVersion(r.Version)
 	img := env.Meta.Image()
 
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = env.NodeID, env.Host, env.Port
-	resp.Brokers = append(resp.Brokers, b)
+	for _, a := range env.brokers() {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = a.ID, a.Host, a.Port
+		if a.Rack != "" {
+			rack := a.Rack
+			b.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	cid := img.ClusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = env.NodeID
+	resp.ControllerID = env.controllerID()
 	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterOps
 	}

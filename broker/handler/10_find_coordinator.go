@@ -16,7 +16,8 @@ import (
 //   - v6: share coordinator keys (KIP-932), answered INVALID_REQUEST
 //
 // On a single node this broker leads every partition of the internal
-// topics, so it is every coordinator. As Kafka, a group key makes sure
+// topics, so it is every coordinator; on a cluster the coordinator node
+// (Cluster.CoordinatorID) is, while it is live. As Kafka, a group key makes sure
 // __consumer_offsets exists first; while it cannot be created the answer is
 // COORDINATOR_NOT_AVAILABLE.
 func init() { register(10, 0, 6, handleFindCoordinator) }
@@ -24,7 +25,18 @@ func init() { register(10, 0, 6, handleFindCoordinator) }
 func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	coord, live := env.coordinator()
 	find := func(key string) (int16, *string) {
+		if r.CoordinatorType == 0 || r.CoordinatorType == 1 {
+			if !live {
+				return kerr.CoordinatorNotAvailable.Code, nil
+			}
+			if env.notCoordinator() {
+				// The coordinator node loads its state on the
+				// group and transaction requests it receives.
+				return 0, nil
+			}
+		}
 		switch r.CoordinatorType {
 		case 0:
 			if env.Groups == nil || env.Groups.EnsureLoaded(ctx) != nil {
@@ -44,7 +56,7 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		resp.ErrorCode, resp.ErrorMessage = find(r.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = -1, "", -1
 		if resp.ErrorCode == 0 {
-			resp.NodeID, resp.Host, resp.Port = env.NodeID, env.Host, env.Port
+			resp.NodeID, resp.Host, resp.Port = coord.ID, coord.Host, coord.Port
 		}
 		return resp, nil
 	}
@@ -52,7 +64,7 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		c := kmsg.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1}
 		c.ErrorCode, c.ErrorMessage = find(key)
 		if c.ErrorCode == 0 {
-			c.NodeID, c.Host, c.Port = env.NodeID, env.Host, env.Port
+			c.NodeID, c.Host, c.Port = coord.ID, coord.Host, coord.Port
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

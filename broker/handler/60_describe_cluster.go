@@ -50,10 +50,16 @@ func handleDescribeCluster(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		return resp, nil
 	}
 	resp.ClusterID = env.Meta.Image().ClusterID
-	resp.ControllerID = env.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = env.NodeID, env.Host, env.Port
-	resp.Brokers = append(resp.Brokers, b)
+	resp.ControllerID = env.controllerID()
+	for _, a := range env.brokers() {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = a.ID, a.Host, a.Port
+		if a.Rack != "" {
+			rack := a.Rack
+			b.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	if r.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
 	}

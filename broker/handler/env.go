@@ -42,6 +42,9 @@ type Env struct {
 	Now func() time.Time
 	// Logger receives the handlers' logs.
 	Logger *slog.Logger
+	// Cluster is the cluster this node belongs to; nil is a single node
+	// (see cluster.go).
+	Cluster Cluster
 	// Loggers holds the broker's named loggers and their levels, which
 	// DescribeConfigs and IncrementalAlterConfigs of a BROKER_LOGGER
 	// resource read and change (KIP-412); nil refuses that resource type.

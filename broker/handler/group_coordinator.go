@@ -187,6 +187,10 @@ func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
 		// ListGroups goes to every broker, not through FindCoordinator:
 		// as Kafka, it does not create __consumer_offsets.
 		_, list := req.Msg.(*kmsg.ListGroupsRequest)
+		if !list && c.env.notCoordinator() {
+			ch <- group.ErrorResponse(req.Msg, kerr.NotCoordinator.Code)
+			return
+		}
 		if err := c.ensureLoaded(!list); err != nil {
 			c.env.logger().Warn("group coordinator unavailable", "err", err)
 			ch <- group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
@@ -542,12 +546,12 @@ func (c *GroupCoordinator) createTopic() error {
 	cfg := c.env.Config
 	compact := "compact"
 	segment := strconv.Itoa(100 << 20)
-	res := c.env.Meta.CreateTopics([]metadata.CreateTopic{{
+	res := c.env.Meta.CreateTopics([]metadata.CreateTopic{c.env.internalTopic(metadata.CreateTopic{
 		Name:              consumerOffsetsTopic,
 		NumPartitions:     cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		Configs:           map[string]*string{"cleanup.policy": &compact, "segment.bytes": &segment},
-	}}, false)[0]
+	})}, false)[0]
 	if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
 		return fmt.Errorf("creating %s: %w", consumerOffsetsTopic, res.Err)
 	}

@@ -297,13 +297,13 @@ func (c *TxnCoordinator) load(create bool) error {
 		compact := "compact"
 		segment := strconv.Itoa(100 << 20)
 		minISR := strconv.Itoa(int(cfg.TransactionStateLogMinISR))
-		res := c.env.Meta.CreateTopics([]metadata.CreateTopic{{
+		res := c.env.Meta.CreateTopics([]metadata.CreateTopic{c.env.internalTopic(metadata.CreateTopic{
 			Name:              TransactionStateTopic,
 			NumPartitions:     cfg.TransactionStateLogNumPartitions,
 			ReplicationFactor: cfg.TransactionStateLogRF,
 			Configs: map[string]*string{"cleanup.policy": &compact,
 				"segment.bytes": &segment, "min.insync.replicas": &minISR},
-		}}, false)[0]
+		})}, false)[0]
 		if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
 			return fmt.Errorf("%w: creating %s: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, res.Err)
 		}

@@ -20,6 +20,13 @@
 // image's Registrations and proposes to the quorum: one implementation of
 // Kafka's rules for both.
 //
+// In a cluster the store is a replica (NewReplica): it has no journal;
+// the metadata quorum feeds it every committed batch (ApplyCommitted, and
+// RestoreSnapshot for a raft snapshot), in log order, with the batch's raft
+// index as the image's Offset; its writes go to a Writer, which carries
+// them to the active controller. Proposing and applying are separate: the
+// controller proposes, and every replica, its own included, applies.
+//
 // Durability: one operation is one batch; the batch is encoded
 // (EncodeBatch) and appended to the Journal, which fsyncs before the store
 // publishes the new image and calls subscribers. The local journal

@@ -13,7 +13,8 @@ import (
 type Image struct {
 	// Offset counts the batches applied since the journal began; a
 	// compaction at Open restarts the count, so compare Offsets only
-	// within one run.
+	// within one run. A replica store (NewReplica) sets it to the raft
+	// index of the last batch applied, the same on every node.
 	Offset    int64
 	ClusterID string
 	// NextProducerID is the first producer id not yet handed out.

@@ -83,6 +83,9 @@ type CreateResult struct {
 // Kafka's ReplicationControlManager.createTopics validates each topic on
 // its own. With validateOnly nothing is written.
 func (s *Store) CreateTopics(reqs []CreateTopic, validateOnly bool) []CreateResult {
+	if s.writer != nil {
+		return s.writer.CreateTopics(reqs, validateOnly)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]CreateResult, len(reqs))
@@ -148,6 +151,9 @@ type DeleteResult struct {
 // DeleteTopics deletes topics, each in its own durable batch. The caller
 // checks delete.topic.enable.
 func (s *Store) DeleteTopics(reqs []DeleteTopic) []DeleteResult {
+	if s.writer != nil {
+		return s.writer.DeleteTopics(reqs)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]DeleteResult, len(reqs))
@@ -183,6 +189,9 @@ type CreatePartitionsResult struct {
 // CreatePartitions raises topics' partition counts, as
 // ReplicationControlManager.createPartitions: a count may only grow.
 func (s *Store) CreatePartitions(reqs []CreatePartitions, validateOnly bool) []CreatePartitionsResult {
+	if s.writer != nil {
+		return s.writer.CreatePartitions(reqs, validateOnly)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]CreatePartitionsResult, len(reqs))
@@ -225,6 +234,9 @@ type ConfigOp struct {
 // DELETE on any config, APPEND and SUBTRACT only on LIST configs (starting
 // from the effective value), then validates the result as a whole.
 func (s *Store) IncrementalAlterTopicConfigs(topic string, ops []ConfigOp, validateOnly bool) error {
+	if s.writer != nil {
+		return s.writer.IncrementalAlterTopicConfigs(topic, ops, validateOnly)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, err := s.planner().IncrementalAlterTopicConfigs(s.img.Load(), topic, ops)
@@ -237,6 +249,9 @@ func (s *Store) IncrementalAlterTopicConfigs(topic string, ops []ConfigOp, valid
 // AlterTopicConfigs replaces a topic's overrides with configs, as the legacy
 // AlterConfigs does: configs not named are removed.
 func (s *Store) AlterTopicConfigs(topic string, configs map[string]*string, validateOnly bool) error {
+	if s.writer != nil {
+		return s.writer.AlterTopicConfigs(topic, configs, validateOnly)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, err := s.planner().AlterTopicConfigs(s.img.Load(), topic, configs)

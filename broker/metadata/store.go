@@ -54,7 +54,8 @@ type Options struct {
 // reads (Image) never block.
 type Store struct {
 	opts    Options
-	journal Journal
+	journal Journal // nil for a replica store (NewReplica)
+	writer  Writer  // a replica store's writes; nil for a journal store
 	img     atomic.Pointer[Image]
 
 	mu     sync.Mutex // serialises commits and subscriber calls
@@ -236,6 +237,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.journal == nil {
+		return nil
+	}
 	return s.journal.Close()
 }
 
@@ -249,6 +253,9 @@ const producerIDBlock = 1000
 func (s *Store) AllocateProducerIDs(n int) (int64, error) {
 	if n <= 0 {
 		return 0, fmt.Errorf("metadata: allocating %d producer ids", n)
+	}
+	if s.writer != nil {
+		return 0, fmt.Errorf("metadata: a replica store allocates producer ids in the controller's blocks")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -269,6 +276,13 @@ func (s *Store) AllocateProducerIDs(n int) (int64, error) {
 func (s *Store) NextProducerID() (int64, error) {
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
+	if s.pidNext == s.pidStop && s.writer != nil {
+		first, size, err := s.writer.AllocateProducerIDs()
+		if err != nil {
+			return 0, err
+		}
+		s.pidNext, s.pidStop = first, first+size
+	}
 	if s.pidNext == s.pidStop {
 		first, err := s.AllocateProducerIDs(producerIDBlock)
 		if err != nil {

@@ -1,0 +1,282 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/controller"
+	"github.com/cascade-kafka/cascade/broker/handler"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/quorum"
+	"github.com/cascade-kafka/cascade/broker/wire"
+)
+
+// forwardedKeys are the admin requests a broker sends to the active
+// controller as the client sent them (Kafka's ForwardingManager forwards
+// these inside Envelope; Cascade forwards the request itself, since it has
+// no principal to carry yet) and the controller listener answers with the
+// same handler code as a single node.
+var forwardedKeys = map[int16]bool{
+	19: true, // CreateTopics
+	20: true, // DeleteTopics
+	33: true, // AlterConfigs
+	37: true, // CreatePartitions
+	44: true, // IncrementalAlterConfigs
+}
+
+// controllerErrorCodes maps package controller's sentinels to Kafka codes.
+var controllerErrorCodes = []struct {
+	err  error
+	code int16
+}{
+	{controller.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch.Code},
+	{controller.ErrInconsistentClusterID, kerr.InconsistentClusterID.Code},
+	{controller.ErrDuplicateBrokerRegistration, kerr.DuplicateBrokerRegistration.Code},
+	{controller.ErrInvalidRegistration, kerr.InvalidRegistration.Code},
+	{controller.ErrUnsupportedVersion, kerr.UnsupportedVersion.Code},
+	{controller.ErrBrokerIDNotRegistered, kerr.BrokerIDNotRegistered.Code},
+	{controller.ErrNotController, kerr.NotController.Code},
+	{controller.ErrUnknownServerError, kerr.UnknownServerError.Code},
+}
+
+// controllerCode returns the Kafka code and message of a controller
+// operation's error.
+func controllerCode(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	msg := err.Error()
+	for _, e := range controllerErrorCodes {
+		if errors.Is(err, e.err) {
+			return e.code, &msg
+		}
+	}
+	return handler.ErrorCode(err), &msg
+}
+
+// serveController accepts connections on the controller listener.
+func (n *clusterNode) serveController() {
+	for {
+		conn, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.connsMu.Lock()
+		if n.ctx.Err() != nil {
+			n.connsMu.Unlock()
+			conn.Close()
+			return
+		}
+		n.conns[conn] = struct{}{}
+		n.connsMu.Unlock()
+		n.wg.Go(func() {
+			defer func() {
+				n.connsMu.Lock()
+				delete(n.conns, conn)
+				n.connsMu.Unlock()
+				conn.Close()
+			}()
+			n.serveControllerConn(conn)
+		})
+	}
+}
+
+// serveControllerConn serves one connection of the controller listener:
+// quorum frames (api key quorum.APIKey) go to the raft transport, Kafka
+// requests are answered in order. When a connection that carried a
+// broker's heartbeats ends, the active controller probes that broker
+// (probeGone).
+func (n *clusterNode) serveControllerConn(conn net.Conn) {
+	r := bufio.NewReaderSize(conn, 64<<10)
+	w := bufio.NewWriter(conn)
+	broker, epoch := int32(-1), int64(-1)
+	defer func() {
+		if broker >= 0 && n.ctx.Err() == nil {
+			n.wg.Go(func() { n.active.probeGone(broker, epoch) })
+		}
+	}()
+	for {
+		frame, err := quorum.ReadFrame(r, quorum.DefaultMaxFrameBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && n.ctx.Err() == nil {
+				n.logger.Debug("controller connection closed", "remote", conn.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		if key, _ := quorum.FrameAPIKey(frame); key == quorum.APIKey {
+			if err := n.tr.HandleFrame(n.ctx, frame); err != nil {
+				n.logger.Debug("quorum frame refused", "remote", conn.RemoteAddr(), "err", err)
+				return
+			}
+			continue
+		}
+		h, body, err := wire.ParseRequestHeader(frame)
+		if err != nil {
+			return
+		}
+		resp, err := n.handleControllerRequest(h, body, &broker, &epoch)
+		if err != nil {
+			n.logger.Debug("controller request refused", "key", h.Key, "version", h.Version, "err", err)
+			return
+		}
+		out, at := wire.AppendFrameLength(nil)
+		out = wire.AppendResponseHeader(out, h.CorrelationID, wire.ResponseHeaderFlexible(h.Key, h.Version))
+		out = resp.AppendTo(out)
+		wire.FinishFrame(out, at, 0)
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// controllerAPIs are the Kafka APIs the controller listener serves beside
+// the forwarded ones, with the versions it implements.
+var controllerAPIs = []handler.API{
+	{Key: 18, Min: 0, Max: 4}, // ApiVersions
+	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
+	{Key: 63, Min: 0, Max: 1}, // BrokerHeartbeat
+	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
+}
+
+// controllerVersions returns the version range the controller listener
+// serves for key, as its ApiVersions advertises: the forwarded admin APIs
+// at the handlers' versions, controllerAPIs at theirs.
+func controllerVersions() []handler.API {
+	out := append([]handler.API(nil), controllerAPIs...)
+	for _, a := range handler.APIs() {
+		if forwardedKeys[a.Key] {
+			out = append(out, handler.API{Key: a.Key, Min: a.Min, Max: a.Max})
+		}
+	}
+	return out
+}
+
+// apiVersions answers ApiVersions on the controller listener, as Kafka's
+// ControllerApis does, so clients and tools can speak to it; an unknown
+// version is UNSUPPORTED_VERSION in v0 format (KIP-511).
+func apiVersions(h wire.RequestHeader, body []byte) (kmsg.Response, error) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	apis := controllerVersions()
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.Min, a.Max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if h.Version > apis[0].Max {
+		resp.SetVersion(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(h.Version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	resp.SetVersion(h.Version)
+	return resp, nil
+}
+
+// handleControllerRequest answers one Kafka request of the controller
+// listener. broker and epoch record whose lifecycle the connection carries.
+func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte, broker *int32, epoch *int64) (kmsg.Response, error) {
+	if h.Key == 18 {
+		return apiVersions(h, body)
+	}
+	if !slices.ContainsFunc(controllerAPIs, func(a handler.API) bool { return a.Key == h.Key && h.Version >= a.Min && h.Version <= a.Max }) &&
+		!forwardedKeys[h.Key] {
+		return nil, fmt.Errorf("api key %d version %d is not served on the controller listener", h.Key, h.Version)
+	}
+	req := kmsg.RequestForKey(h.Key)
+	if req == nil || h.Version < 0 || h.Version > req.MaxVersion() {
+		return nil, fmt.Errorf("unsupported api key %d version %d", h.Key, h.Version)
+	}
+	req.SetVersion(h.Version)
+	if forwardedKeys[h.Key] {
+		env := n.ctlEnv.Load()
+		if env == nil {
+			return nil, errors.New("controller handlers not started")
+		}
+		wr, err := env.Dispatch(n.ctx, &wire.Request{Header: h, Body: body})
+		if err != nil {
+			return nil, err
+		}
+		return wr.Msg, nil
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, n.bc.Cluster.SessionTimeout)
+	defer cancel()
+	switch r := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		var reply controller.RegisterBrokerReply
+		err := n.active.do(ctx, func(c *controller.Controller, img *metadata.Image, now time.Time, next int64) ([]metadata.Record, error) {
+			recs, rep, err := c.RegisterBroker(img, now, next, registrationOf(r))
+			reply = rep
+			return recs, err
+		})
+		resp.ErrorCode, _ = controllerCode(err)
+		resp.BrokerEpoch = -1
+		if err == nil {
+			resp.BrokerEpoch = reply.BrokerEpoch
+			*broker, *epoch = r.BrokerID, reply.BrokerEpoch
+		}
+		return resp, nil
+	case *kmsg.BrokerHeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		var reply controller.HeartbeatReply
+		err := n.active.do(ctx, func(c *controller.Controller, img *metadata.Image, now time.Time, next int64) ([]metadata.Record, error) {
+			recs, rep, err := c.BrokerHeartbeat(img, now, next, controller.HeartbeatRequest{BrokerID: r.BrokerID,
+				BrokerEpoch: r.BrokerEpoch, CurrentMetadataOffset: r.CurrentMetadataOffset,
+				WantFence: r.WantFence, WantShutDown: r.WantShutdown})
+			reply = rep
+			return recs, err
+		})
+		resp.ErrorCode, _ = controllerCode(err)
+		resp.IsFenced = true
+		if err == nil {
+			resp.IsCaughtUp, resp.IsFenced = reply.IsCaughtUp, reply.IsFenced
+			resp.ShouldShutdown = reply.ShouldShutDown
+			*broker, *epoch = r.BrokerID, r.BrokerEpoch
+		}
+		return resp, nil
+	case *kmsg.AllocateProducerIDsRequest:
+		resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		first, size, err := n.active.allocateProducerIDs(r.BrokerID, r.BrokerEpoch)
+		resp.ErrorCode, _ = controllerCode(err)
+		resp.ProducerIDStart, resp.ProducerIDLen = first, int32(size)
+		return resp, nil
+	}
+	return nil, fmt.Errorf("api key %d is not served on the controller listener", h.Key)
+}
+
+// registrationOf converts a BrokerRegistrationRequest.
+func registrationOf(r *kmsg.BrokerRegistrationRequest) controller.RegisterBrokerRequest {
+	out := controller.RegisterBrokerRequest{BrokerID: r.BrokerID, ClusterID: r.ClusterID,
+		IncarnationID: metadata.UUID(r.IncarnationID)}
+	if r.Rack != nil {
+		out.Rack = *r.Rack
+	}
+	for _, l := range r.Listeners {
+		out.Listeners = append(out.Listeners, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol})
+	}
+	for _, f := range r.Features {
+		out.Features = append(out.Features, metadata.BrokerFeature{Name: f.Name, MinSupportedVersion: f.MinSupportedVersion, MaxSupportedVersion: f.MaxSupportedVersion})
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/config"
+	"github.com/cascade-kafka/cascade/broker/wire"
+)
+
+// TestClusterIDFor checks that voters of one quorum agree on the cluster id
+// without cluster.id, that another voter set gives another id, and that
+// cluster.id wins.
+func TestClusterIDFor(t *testing.T) {
+	load := func(id int, voters string, extra ...string) *config.Broker {
+		t.Helper()
+		ov := append([]string{"node.id=" + strconv.Itoa(id), "process.roles=broker,controller",
+			"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names=CONTROLLER",
+			"controller.quorum.voters=" + voters}, extra...)
+		b, err := config.LoadCluster("", ov)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	three := "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
+	a, b := clusterIDFor(load(1, three)), clusterIDFor(load(3, three))
+	if a != b || len(a) != 22 {
+		t.Fatalf("voters of one quorum derived %q and %q", a, b)
+	}
+	if c := clusterIDFor(load(1, "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9096")); c == a {
+		t.Fatalf("another quorum derived the same id %q", c)
+	}
+	if c := clusterIDFor(load(1, three, "cluster.id=MkU3OEVBNTcwNTJENDM2Qk")); c != "MkU3OEVBNTcwNTJENDM2Qk" {
+		t.Fatalf("cluster.id set, derived %q", c)
+	}
+}
+
+// TestForwardingDecisions checks which config requests a cluster broker
+// forwards (those naming a topic) and that a NOT_CONTROLLER answer of any
+// forwarded API is seen, so the broker retries against the new leader.
+func TestForwardingDecisions(t *testing.T) {
+	alter := func(types ...kmsg.ConfigResourceType) *wire.Request {
+		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		for _, typ := range types {
+			res := kmsg.NewIncrementalAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName = typ, "x"
+			r.Resources = append(r.Resources, res)
+		}
+		return &wire.Request{Header: wire.RequestHeader{Key: r.Key(), Version: r.GetVersion()}, Body: r.AppendTo(nil)}
+	}
+	if namesTopics(alter(kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeBroker)) {
+		t.Error("broker and logger resources forwarded")
+	}
+	if !namesTopics(alter(kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeTopic)) {
+		t.Error("a topic resource not forwarded")
+	}
+	if !namesTopics(&wire.Request{Header: wire.RequestHeader{Key: 19}}) {
+		t.Error("CreateTopics not forwarded")
+	}
+	ct := kmsg.NewPtrCreateTopicsResponse()
+	ct.Topics = append(ct.Topics, kmsg.CreateTopicsResponseTopic{ErrorCode: 0}, kmsg.CreateTopicsResponseTopic{ErrorCode: kerr.NotController.Code})
+	ia := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	ia.Resources = append(ia.Resources, kmsg.IncrementalAlterConfigsResponseResource{ErrorCode: kerr.InvalidConfig.Code})
+	if !hasNotController(ct) || hasNotController(ia) {
+		t.Errorf("NOT_CONTROLLER seen in %v and %v", hasNotController(ct), hasNotController(ia))
+	}
+}

@@ -1,0 +1,135 @@
+package handler
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/partition"
+)
+
+// Cluster is what the handlers of a node in a multi-node cluster need
+// beyond the single node's Env: the live brokers Metadata and
+// DescribeCluster list and the active controller. Env.Cluster nil is the
+// single node, which names itself for both.
+type Cluster interface {
+	// LiveBrokers returns the unfenced registered brokers with the
+	// advertised endpoint of the client listener, in id order.
+	LiveBrokers() []BrokerAddr
+	// ControllerID returns the active controller's node id, -1 when none
+	// is known.
+	ControllerID() int32
+	// CoordinatorID returns the node that hosts every partition of the
+	// internal topics (__consumer_offsets, __transaction_state) and so
+	// is the group and transaction coordinator: until partitions are
+	// replicated, coordinators stay on this one node rather than move
+	// with partition leadership.
+	CoordinatorID() int32
+}
+
+// BrokerAddr is one broker as Metadata lists it.
+type BrokerAddr struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string // "" for none
+}
+
+func init() { registerErrorCode(metadata.ErrNotController, kerr.NotController.Code) }
+
+// brokers returns the brokers Metadata and DescribeCluster list: the live
+// brokers of the cluster, or this node alone.
+func (env *Env) brokers() []BrokerAddr {
+	if env.Cluster == nil {
+		return []BrokerAddr{{ID: env.NodeID, Host: env.Host, Port: env.Port}}
+	}
+	return env.Cluster.LiveBrokers()
+}
+
+// controllerID is the id Metadata and DescribeCluster give as controller:
+// as Kafka 4 brokers, the active controller's.
+func (env *Env) controllerID() int32 {
+	if env.Cluster == nil {
+		return env.NodeID
+	}
+	return env.Cluster.ControllerID()
+}
+
+// notLeaderCode checks, on a node of a cluster, that this node leads the
+// topic-partition in the latest image, as Kafka's ReplicaManager does
+// before Produce, Fetch and ListOffsets: a partition of the image led
+// elsewhere, or by no one, is NOT_LEADER_OR_FOLLOWER (the client refreshes
+// its metadata); one the image does not have is UNKNOWN_TOPIC_OR_PARTITION.
+// p is this node's replica, nil when it has none. On a single node it
+// returns UNKNOWN_TOPIC_OR_PARTITION for a nil p and 0 otherwise, as
+// before clusters existed.
+func (env *Env) notLeaderCode(topic string, part int32, p *partition.Partition) int16 {
+	if env.Cluster == nil {
+		if p == nil {
+			return kerr.UnknownTopicOrPartition.Code
+		}
+		return 0
+	}
+	t, ok := env.Meta.Image().Topic(topic)
+	if !ok || part < 0 || int(part) >= len(t.Partitions) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	if t.Partitions[part].Leader != env.NodeID || p == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
+// coordinator returns the node FindCoordinator names: this node alone, or
+// the cluster's coordinator node while it is live; ok is false when it is
+// not.
+func (env *Env) coordinator() (BrokerAddr, bool) {
+	if env.Cluster == nil {
+		return BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}, true
+	}
+	id := env.Cluster.CoordinatorID()
+	for _, b := range env.Cluster.LiveBrokers() {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return BrokerAddr{}, false
+}
+
+// notCoordinator reports whether this node is a cluster node that is not
+// the coordinator node: group requests sent here answer NOT_COORDINATOR,
+// as Kafka's for a group whose partition this broker does not lead.
+func (env *Env) notCoordinator() bool {
+	return env.Cluster != nil && env.Cluster.CoordinatorID() != env.NodeID
+}
+
+// internalTopic returns the creation of an internal topic as this node
+// makes it: unchanged on a single node; on a cluster with every partition
+// assigned to the coordinator node, so that its coordinator holds them all.
+func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
+	if env.Cluster == nil {
+		return t
+	}
+	id := env.Cluster.CoordinatorID()
+	t.Assignments = make([]metadata.Assignment, t.NumPartitions)
+	for i := range t.Assignments {
+		t.Assignments[i] = metadata.Assignment{Partition: int32(i), Replicas: []int32{id}}
+	}
+	t.NumPartitions, t.ReplicationFactor = -1, -1
+	return t
+}
+
+// currentLeader returns the leader and leader epoch of a partition in the
+// latest image, for KIP-951's CurrentLeader field of a
+// NOT_LEADER_OR_FOLLOWER answer; ok is false when the partition has no
+// live leader to name.
+func (env *Env) currentLeader(topic string, part int32) (id, epoch int32, ok bool) {
+	if env.Cluster == nil {
+		return -1, -1, false // a single node leads all it has
+	}
+	t, found := env.Meta.Image().Topic(topic)
+	if !found || part < 0 || int(part) >= len(t.Partitions) || t.Partitions[part].Leader < 0 {
+		return -1, -1, false
+	}
+	p := t.Partitions[part]
+	return p.Leader, p.LeaderEpoch, true
+}
