@@ -1,4 +1,4 @@
-// Package matrix is the client compatibility matrix (issue 6): the same
+// Package matrix is the client compatibility matrix: the same
 // scenario catalogue run through every selected Kafka client against every
 // selected target (an embedded Cascade, Apache Kafka provisioned by
 // matrix/apachekafka, or an external cluster), producing a report of cells

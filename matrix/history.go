@@ -17,7 +17,7 @@ import (
 )
 
 // Op is one operation of a history, in the JSON-lines format shared with the
-// fault suite and the checkers (issue 7, linearizability/README.md).
+// fault suite and the checkers (linearizability/README.md).
 type Op struct {
 	Client        string     `json:"client"`
 	Op            string     `json:"op"`

@@ -47,7 +47,7 @@ type Cell struct {
 // Key identifies a cell across targets.
 func (c Cell) Key() string { return c.Scenario + "|" + c.Client + "|" + c.Peer }
 
-// Scenario is one entry of the catalogue in issue 6. Exactly one of Run
+// Scenario is one entry of the catalogue. Exactly one of Run
 // and Pair is set: Run is a cell per client, Pair a cell per (producer,
 // consumer) pair of clients.
 type Scenario struct {

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// TargetReport is the <target>.json document of issue 6.
+// TargetReport is the <target>.json document of one target run.
 type TargetReport struct {
 	Target        string            `json:"target"`
 	BrokerVersion string            `json:"broker_version"`
