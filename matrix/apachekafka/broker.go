@@ -101,21 +101,25 @@ func (b *Broker) Version() string { return b.dist.version }
 // file. Ports are chosen by binding port 0; the rare collision with another
 // process is retried with new ports.
 func (d *Dist) StartBroker(ctx context.Context, opts BrokerOptions) (*Broker, error) {
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		b, err := d.startBroker(ctx, opts)
-		if err == nil {
-			return b, nil
-		}
-		last = err
-		if !errors.Is(err, errPortInUse) || ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, last
+	return retryPorts(ctx, func() (*Broker, error) { return d.startBroker(ctx, opts) })
 }
 
 var errPortInUse = errors.New("port already in use")
+
+// retryPorts calls start up to three times while it fails because a port it
+// chose was taken by another process meanwhile.
+func retryPorts[T any](ctx context.Context, start func() (T, error)) (T, error) {
+	var (
+		v   T
+		err error
+	)
+	for attempt := 0; attempt < 3; attempt++ {
+		if v, err = start(); err == nil || !errors.Is(err, errPortInUse) || ctx.Err() != nil {
+			break
+		}
+	}
+	return v, err
+}
 
 func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, err error) {
 	b := &Broker{dist: d, dir: opts.Dir, exited: make(chan struct{})}

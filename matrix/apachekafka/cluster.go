@@ -150,18 +150,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 // the end of every node's log. Ports colliding with another process are
 // retried with new ones, as StartBroker does.
 func (d *Dist) StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := d.startCluster(ctx, opts)
-		if err == nil {
-			return c, nil
-		}
-		last = err
-		if !errors.Is(err, errPortInUse) || ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, last
+	return retryPorts(ctx, func() (*Cluster, error) { return d.startCluster(ctx, opts) })
 }
 
 func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err error) {
