@@ -223,10 +223,16 @@ func (s *State) Follower(id int32) (FollowerState, bool) {
 
 // MetadataChange applies the partition's registration from a metadata
 // delta, as Kafka's ReplicaManager.applyDelta: the local broker leads,
-// follows, or (not a replica) stops. A partition epoch older than the one
-// known is ignored (the AlterPartition answer may have brought it first).
-// A follower's fetch position is in FetchPosition.
+// follows, or (not a replica) stops. A partition epoch not newer than the
+// one known is ignored: a KRaft delta holds only changed partitions, and
+// the AlterPartition answer may have brought the epoch first. Applying the
+// same epoch again would drop the change in flight although the controller
+// may still apply it, and the high watermark would then follow an ISR the
+// controller no longer has. A follower's fetch position is in FetchPosition.
 func (s *State) MetadataChange(ps PartitionState, cache []EpochEntry, now time.Time, localLEO int64) Effects {
+	if ps.PartitionEpoch <= s.partitionEpoch {
+		return Effects{}
+	}
 	switch {
 	case ps.Leader == s.cfg.BrokerID:
 		eff, _ := s.BecomeLeader(ps, now, localLEO)
@@ -235,13 +241,11 @@ func (s *State) MetadataChange(ps PartitionState, cache []EpochEntry, now time.T
 		s.BecomeFollower(ps, cache, localLEO)
 		return Effects{}
 	default:
-		if ps.PartitionEpoch >= s.partitionEpoch {
-			s.role, s.leader = RoleNone, ps.Leader
-			s.leaderEpoch, s.partitionEpoch = ps.LeaderEpoch, ps.PartitionEpoch
-			s.replicas, s.isr, s.pending = slices.Clone(ps.Replicas), nil, nil
-			s.leaderEpochStart = UndefinedOffset
-			clear(s.followers)
-		}
+		s.role, s.leader = RoleNone, ps.Leader
+		s.leaderEpoch, s.partitionEpoch = ps.LeaderEpoch, ps.PartitionEpoch
+		s.replicas, s.isr, s.pending = slices.Clone(ps.Replicas), nil, nil
+		s.leaderEpochStart = UndefinedOffset
+		clear(s.followers)
 		return Effects{}
 	}
 }
