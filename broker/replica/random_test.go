@@ -58,6 +58,15 @@ type simAnswer struct {
 	res AlterResult
 }
 
+// simProduce is an acks=all produce waiting at its leader, as Kafka's
+// DelayedProduce.
+type simProduce struct {
+	leader int32
+	epoch  int32
+	offset int64
+	rec    record
+}
+
 type sim struct {
 	rng     *rand.Rand
 	now     time.Time
@@ -69,6 +78,8 @@ type sim struct {
 	alters    []simAlter
 	answers   []simAnswer
 	committed map[int64]record // offset -> the record committed there
+	waiting   []simProduce     // acks=all produces not yet answered
+	acked     int
 	nextID    int
 	trace     []string
 }
@@ -113,7 +124,11 @@ func (s *sim) run(t *testing.T, steps int) {
 			b.s.SetBrokers(s.view())
 		}
 		s.step()
-		if err := s.check(); err != nil {
+		err := s.check()
+		if err == nil {
+			err = s.answerProduces()
+		}
+		if err != nil {
 			n := len(s.trace)
 			t.Fatalf("step %d: %v\nlast operations:\n%v", step, err, s.trace[max(0, n-30):])
 		}
@@ -167,7 +182,37 @@ func (s *sim) produce(b *simBroker) {
 	s.nextID++
 	b.log = append(b.log, record{epoch: b.s.LeaderEpoch(), id: s.nextID})
 	s.logf("b%d produce id=%d at %d epoch %d", b.id, s.nextID, len(b.log)-1, b.s.LeaderEpoch())
+	if acks == -1 {
+		s.waiting = append(s.waiting, simProduce{leader: b.id, epoch: b.s.LeaderEpoch(),
+			offset: int64(len(b.log) - 1), rec: b.log[len(b.log)-1]})
+	}
 	s.effects(b, b.s.LocalAppend(int64(len(b.log)), s.now))
+}
+
+// answerProduces completes the waiting acks=all produces whose leader's
+// high watermark passed them (an acknowledged record must be committed);
+// a produce whose broker no longer leads its epoch is answered
+// NOT_LEADER_OR_FOLLOWER.
+func (s *sim) answerProduces() error {
+	var still []simProduce
+	for _, p := range s.waiting {
+		b := s.brokers[p.leader]
+		if !b.alive || b.s.Role() != RoleLeader || b.s.LeaderEpoch() != p.epoch {
+			continue
+		}
+		done, err := b.s.CheckAcks(p.offset + 1)
+		switch {
+		case !done:
+			still = append(still, p)
+		case err == nil:
+			s.acked++
+			if c, ok := s.committed[p.offset]; !ok || c != p.rec {
+				return fmt.Errorf("b%d acknowledged %+v at %d, not committed (committed there: %+v)", b.id, p.rec, p.offset, c)
+			}
+		}
+	}
+	s.waiting = still
+	return nil
 }
 
 func (s *sim) fetch(f *simBroker) {
