@@ -14,6 +14,17 @@
 // truncation for a follower. The partition's log, its fetcher goroutine and
 // the AlterPartition sender are the I/O shell around it.
 //
+// Where it differs from Kafka's Partition, and why: an AlterPartition
+// carries a sequence number its answer must echo (Kafka compares the
+// pending state object, which a value-typed state machine cannot);
+// MetadataChange ignores a partition epoch equal to the known one (a KRaft
+// delta never holds an unchanged partition, and applying it again would
+// drop the change in flight while the controller may still apply it);
+// the broker view is a value set by SetBrokers rather than a metadata cache
+// read, and a broker missing from it is not eligible for the ISR.
+// Reassignment (adding and removing replicas), eligible leader replicas
+// and leader recovery after an unclean election are not modelled.
+//
 // Use, on a leader:
 //
 //	s := replica.New(replica.Config{BrokerID: 1, MinInSyncReplicas: 2, ReplicaLagTimeMax: 30 * time.Second})
