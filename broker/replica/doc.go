@@ -21,7 +21,10 @@
 // delta never holds an unchanged partition, and applying it again would
 // drop the change in flight while the controller may still apply it);
 // the broker view is a value set by SetBrokers rather than a metadata cache
-// read, and a broker missing from it is not eligible for the ISR.
+// read, and a broker missing from it is not eligible for the ISR; a leader
+// re-elected in a new epoch forgets its followers' log ends from the
+// earlier epoch (Kafka keeps them), as it may have missed other leaders'
+// epochs in one merged delta while a follower truncated to their logs.
 // Reassignment (adding and removing replicas), eligible leader replicas
 // and leader recovery after an unclean election are not modelled.
 //

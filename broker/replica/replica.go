@@ -282,6 +282,14 @@ func (s *State) BecomeLeader(ps PartitionState, now time.Time, localLEO int64) (
 				*f = FollowerState{LogStartOffset: UndefinedOffset, LogEndOffset: UndefinedOffset,
 					LastFetchLeaderLogEndOffset: UndefinedOffset, LastCaughtUpTimeMs: caught, BrokerEpoch: -1}
 			} else {
+				// Unlike Kafka's resetReplicaState, the follower's log end
+				// from the earlier epoch is forgotten too: a leader that
+				// missed other leaders' epochs in one merged metadata delta
+				// would otherwise count a follower's end from before that
+				// follower truncated to another leader's log, and commit
+				// records the follower no longer holds. The high watermark
+				// waits for one fetch in the new epoch instead.
+				f.LogEndOffset = UndefinedOffset
 				f.LastFetchLeaderLogEndOffset = start
 				f.LastFetchTimeMs = caught
 				f.LastCaughtUpTimeMs = caught
