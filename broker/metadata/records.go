@@ -363,8 +363,13 @@ func (r *reader) uuid() UUID {
 	return u
 }
 
-func (r *reader) int32s() []int32 {
-	n := r.uvarint()
+func (r *reader) int32s() []int32 { return r.int32sOf(r.uvarint()) }
+
+// int32sOf reads n int32s, refusing a count the bytes left cannot hold.
+func (r *reader) int32sOf(n uint64) []int32 {
+	if r.err != nil {
+		return nil
+	}
 	if n > uint64(len(r.b)) { // each element takes at least one byte
 		r.fail()
 		return nil

@@ -235,16 +235,7 @@ func (r *reader) nullableInt32s() []int32 {
 	if r.err != nil || n == 0 {
 		return nil
 	}
-	n--
-	if n > uint64(len(r.b)) { // each element takes at least one byte
-		r.fail()
-		return nil
-	}
-	out := make([]int32, 0, n)
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		out = append(out, r.int32())
-	}
-	return out
+	return r.int32sOf(n - 1)
 }
 
 // count reads a list length and checks it against the bytes left, each
