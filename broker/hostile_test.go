@@ -48,7 +48,8 @@ const (
 	hostileSegments = 3000
 )
 
-// hostileFrame encodes req as a request frame with correlation id corr.
+// hostileFrame encodes req as a request frame with correlation id corr;
+// the raw-connection tests send theirs with it too.
 func hostileFrame(req kmsg.Request, corr int32) []byte {
 	id := "hostile"
 	b := wire.AppendRequestHeader(nil, wire.RequestHeader{Key: req.Key(), Version: req.GetVersion(), CorrelationID: corr, ClientID: &id, Flexible: req.IsFlexible()})

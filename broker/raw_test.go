@@ -36,10 +36,7 @@ func dial(t *testing.T, b *brokertest.Broker) *rawConn {
 func (rc *rawConn) send(req kmsg.Request) int32 {
 	rc.t.Helper()
 	rc.corr++
-	id := "raw-test"
-	b := wire.AppendRequestHeader(nil, wire.RequestHeader{Key: req.Key(), Version: req.GetVersion(), CorrelationID: rc.corr, ClientID: &id, Flexible: req.IsFlexible()})
-	b = req.AppendTo(b)
-	if _, err := rc.c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)); err != nil {
+	if _, err := rc.c.Write(hostileFrame(req, rc.corr)); err != nil {
 		rc.t.Fatal(err)
 	}
 	return rc.corr

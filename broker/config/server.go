@@ -182,8 +182,9 @@ func (b *Broker) NoEffect() []Notice {
 }
 
 // ControllerListeners returns the listeners named in
-// controller.listener.names. Cascade binds none of them: its single node
-// runs the metadata quorum in-process and serves no controller RPCs.
+// controller.listener.names. A node of a multi-node cluster binds them for
+// the quorum and the broker-to-controller APIs; the single node binds none,
+// since it runs its metadata log in-process and serves no controller RPCs.
 func (b *Broker) ControllerListeners() []Listener {
 	var out []Listener
 	for _, l := range b.Listeners {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/cascade-kafka/cascade/broker/internal/scriptargs"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -88,36 +89,9 @@ func parseArgs(d *datadriven.TestData) args {
 	return a
 }
 
-func (a args) int(t testing.TB, k string, def int64) int64 {
-	v, ok := a.kv[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("%s=%s: %v", k, v, err)
-	}
-	return n
-}
+func (a args) int(t testing.TB, k string, def int64) int64 { return scriptargs.Int(t, a.kv, k, def) }
 
-func (a args) ints(t testing.TB, k string) []int32 {
-	v, ok := a.kv[k]
-	if !ok {
-		return nil
-	}
-	out := []int32{}
-	for _, f := range strings.Split(v, ",") {
-		if f == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 32)
-		if err != nil {
-			t.Fatalf("%s=%s: %v", k, v, err)
-		}
-		out = append(out, int32(n))
-	}
-	return out
-}
+func (a args) ints(t testing.TB, k string) []int32 { return scriptargs.Ints(t, a.kv, k) }
 
 func (a args) flag(k string) bool { return slices.Contains(a.pos, k) }
 

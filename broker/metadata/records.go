@@ -281,6 +281,11 @@ func (w *writer) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b
 func (w *writer) uuid(u UUID)      { w.b = append(w.b, u[:]...) }
 func (w *writer) int32s(v []int32) {
 	w.uvarint(uint64(len(v)))
+	w.int32Elems(v)
+}
+
+// int32Elems writes a list's elements, each a varint.
+func (w *writer) int32Elems(v []int32) {
 	for _, x := range v {
 		w.varint(int64(x))
 	}

@@ -225,9 +225,7 @@ func (w *writer) nullableInt32s(v []int32) {
 		return
 	}
 	w.uvarint(uint64(len(v)) + 1)
-	for _, x := range v {
-		w.varint(int64(x))
-	}
+	w.int32Elems(v)
 }
 
 func (r *reader) nullableInt32s() []int32 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/cascade-kafka/cascade/broker/internal/scriptargs"
 )
 
 // TestScripts runs the data-driven scripts of testdata/. Each command feeds
@@ -42,32 +44,9 @@ func parse(d *datadriven.TestData) args {
 	return a
 }
 
-func (a args) int(t *testing.T, k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("%s=%s: %v", k, v, err)
-	}
-	return n
-}
+func (a args) int(t *testing.T, k string, def int64) int64 { return scriptargs.Int(t, a, k, def) }
 
-func (a args) ints(t *testing.T, k string) []int32 {
-	var out []int32
-	for _, f := range strings.Split(a[k], ",") {
-		if f == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 32)
-		if err != nil {
-			t.Fatalf("%s=%s: %v", k, a[k], err)
-		}
-		out = append(out, int32(n))
-	}
-	return out
-}
+func (a args) ints(t *testing.T, k string) []int32 { return scriptargs.Ints(t, a, k) }
 
 // pairs parses "a@b,c@d".
 func (a args) pairs(t *testing.T, k string) [][2]int64 {

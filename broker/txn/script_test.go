@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cascade-kafka/cascade/broker/internal/scriptargs"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata scripts")
@@ -122,25 +124,9 @@ func (h *harness) newCoordinator() *Coordinator {
 
 type args map[string]string
 
-func (a args) str(t *testing.T, k string) string {
-	v, ok := a[k]
-	if !ok {
-		t.Fatalf("missing %s=", k)
-	}
-	return v
-}
+func (a args) str(t *testing.T, k string) string { return scriptargs.Str(t, a, k) }
 
-func (a args) int(t *testing.T, k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", k, v, err)
-	}
-	return n
-}
+func (a args) int(t *testing.T, k string, def int64) int64 { return scriptargs.Int(t, a, k, def) }
 
 func (a args) parts(t *testing.T) []TopicPartition {
 	var out []TopicPartition

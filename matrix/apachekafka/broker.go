@@ -106,6 +106,22 @@ func (d *Dist) StartBroker(ctx context.Context, opts BrokerOptions) (*Broker, er
 
 var errPortInUse = errors.New("port already in use")
 
+// workDir returns dir, created if missing, or a new temporary directory
+// named with prefix when dir is empty; temp reports the latter, which the
+// caller removes when it is done.
+func workDir(dir, prefix string) (_ string, temp bool, err error) {
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return "", false, fmt.Errorf("apachekafka: temp dir: %w", err)
+		}
+		return dir, true, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, fmt.Errorf("apachekafka: create %s: %w", dir, err)
+	}
+	return dir, false, nil
+}
+
 // retryPorts calls start up to three times while it fails because a port it
 // chose was taken by another process meanwhile.
 func retryPorts[T any](ctx context.Context, start func() (T, error)) (T, error) {
@@ -122,15 +138,9 @@ func retryPorts[T any](ctx context.Context, start func() (T, error)) (T, error) 
 }
 
 func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, err error) {
-	b := &Broker{dist: d, dir: opts.Dir, exited: make(chan struct{})}
-	if b.dir == "" {
-		b.dir, err = os.MkdirTemp("", "apache-kafka-")
-		if err != nil {
-			return nil, fmt.Errorf("apachekafka: temp dir: %w", err)
-		}
-		b.removeDir = true
-	} else if err := os.MkdirAll(b.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("apachekafka: create %s: %w", b.dir, err)
+	b := &Broker{dist: d, exited: make(chan struct{})}
+	if b.dir, b.removeDir, err = workDir(opts.Dir, "apache-kafka-"); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil && b.removeDir && os.Getenv("CASCADE_KEEP_KAFKA") == "" {

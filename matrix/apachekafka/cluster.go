@@ -161,15 +161,9 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 	if brokers < 0 {
 		return nil, fmt.Errorf("apachekafka: ClusterOptions.Nodes %d is negative", brokers)
 	}
-	c := &Cluster{dist: d, dir: opts.Dir, clients: map[string]*nodeClient{}}
-	if c.dir == "" {
-		c.dir, err = os.MkdirTemp("", "apache-kafka-cluster-")
-		if err != nil {
-			return nil, fmt.Errorf("apachekafka: temp dir: %w", err)
-		}
-		c.removeDir = true
-	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("apachekafka: create %s: %w", c.dir, err)
+	c := &Cluster{dist: d, clients: map[string]*nodeClient{}}
+	if c.dir, c.removeDir, err = workDir(opts.Dir, "apache-kafka-cluster-"); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
