@@ -342,10 +342,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		ip := remoteIP(c)
 		if !q.admitIP(ip) {
-			c.Close()
+			// Counted before the close, so whoever sees the close sees
+			// the count.
 			if s.Observer != nil {
 				s.Observer.ConnectionRefused("max_connections_per_ip")
 			}
+			c.Close()
 			s.Logger.Debug("connection refused: max.connections.per.ip reached", "remote", c.RemoteAddr().String())
 			continue
 		}
