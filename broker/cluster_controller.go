@@ -178,22 +178,40 @@ func (a *activeController) tick() {
 
 // probeGone reports broker id gone (controller.BrokerGone) when a dial of
 // its controller listener is refused: the process is not there, as when its
-// connection to this controller was reset. Any other outcome (it answers,
-// the dial times out) leaves it to its session timeout.
+// connection to this controller was reset. A process being killed closes
+// its connections before its listener, so a dial that connects right after
+// the reset proves nothing: the probe dials again a few times over
+// goneProbeWaits and a refusal at any of them counts. A dial that times
+// out leaves the broker to its session timeout, as one that is only
+// unreachable.
 func (a *activeController) probeGone(id int32, epoch int64) {
 	addr, ok := a.n.voters[uint64(id)]
 	if !ok {
 		return
 	}
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		conn.Close()
+	refused := false
+	for i, wait := range goneProbeWaits {
+		if i > 0 {
+			select {
+			case <-a.n.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refused = true
+		}
+		break
+	}
+	if !refused {
 		return
 	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return
-	}
-	err = a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
+	err := a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
 		if b, ok := img.Broker(id); !ok || b.Fenced {
 			return nil, nil
 		}
@@ -205,6 +223,10 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 		a.n.logger.Info("broker gone not applied", "broker", id, "err", err)
 	}
 }
+
+// goneProbeWaits are the pauses before each of probeGone's dials: about
+// two seconds in all, well inside any session timeout.
+var goneProbeWaits = []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
 // replicationUnavailable is the message CreateTopics answers a replication
 // factor above 1 with on a cluster: partitions are not replicated yet, and

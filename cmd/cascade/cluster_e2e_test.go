@@ -533,11 +533,9 @@ func TestClusterThreeProcesses(t *testing.T) {
 
 	// SIGKILL of a broker that is not the controller: its heartbeat
 	// connection resets and its controller listener refuses a dial, so the
-	// controller fences it at once (controller.BrokerGone), well before
-	// broker.session.timeout.ms. The fast path was once missed under load
-	// right after this broker's SIGSTOP and SIGCONT (fenced by the session
-	// timeout instead), so the bound here is the session timeout's, and
-	// the time is reported.
+	// controller fences it at once (controller.BrokerGone). Its last
+	// heartbeat was at most broker.heartbeat.interval.ms (2 s) before the
+	// kill, so the 9 s session timeout cannot fence it within 6 s.
 	killed = time.Now()
 	paused.kill()
 	waitFor(t, 30*time.Second, "the killed broker fenced", func() bool {
@@ -545,11 +543,8 @@ func TestClusterThreeProcesses(t *testing.T) {
 		return len(b) == 2 && !b[int32(paused.id)]
 	})
 	goneIn := time.Since(killed)
-	if goneIn > 15*time.Second {
-		t.Fatalf("a killed broker was fenced only after %v, past its 9 s session timeout", goneIn)
-	}
 	if goneIn > 6*time.Second {
-		t.Logf("a killed broker was fenced after %v, by its session timeout, not at once", goneIn)
+		t.Fatalf("a killed broker was fenced only after %v: by its session timeout, not at once", goneIn)
 	}
 	paused.start(t, bin, logs[paused.id-1])
 	waitFor(t, 60*time.Second, "the killed broker back", func() bool { return len(liveBrokersOn(asked)) == 3 })
