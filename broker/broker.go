@@ -118,6 +118,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		clusterID = b.meta.Image().ClusterID
 	} else {
+		if err := checkNodeIdentity(bc, clusterIDFor(bc)); err != nil {
+			return nil, err
+		}
 		b.cluster, err = startClusterNode(ctx, bc, loggers)
 		if err != nil {
 			return nil, err

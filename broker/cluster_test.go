@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,5 +70,42 @@ func TestForwardingDecisions(t *testing.T) {
 	ia.Resources = append(ia.Resources, kmsg.IncrementalAlterConfigsResponseResource{ErrorCode: kerr.InvalidConfig.Code})
 	if !hasNotController(ct) || hasNotController(ia) {
 		t.Errorf("NOT_CONTROLLER seen in %v and %v", hasNotController(ct), hasNotController(ia))
+	}
+}
+
+// TestCheckNodeIdentity checks that a cluster node refuses log dirs whose
+// meta.properties another cluster or another node wrote, and takes new or
+// its own ones.
+func TestCheckNodeIdentity(t *testing.T) {
+	dir := t.TempDir()
+	bc, err := config.LoadCluster("", []string{"node.id=2", "process.roles=broker,controller",
+		"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names=CONTROLLER",
+		"controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095", "log.dirs=" + dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := clusterIDFor(bc)
+	if err := checkNodeIdentity(bc, id); err != nil {
+		t.Fatalf("a new log dir refused: %v", err)
+	}
+	write := func(cluster, node string) {
+		t.Helper()
+		data := "cluster.id=" + cluster + "\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAA\nnode.id=" + node + "\nversion=1\n"
+		if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(id, "2")
+	if err := checkNodeIdentity(bc, id); err != nil {
+		t.Fatalf("its own log dir refused: %v", err)
+	}
+	write("MkU3OEVBNTcwNTJENDM2Qk", "2")
+	if err := checkNodeIdentity(bc, id); err == nil || !strings.Contains(err.Error(), `belongs to cluster "MkU3OEVBNTcwNTJENDM2Qk"`) ||
+		!strings.Contains(err.Error(), "derived from controller.quorum.voters") {
+		t.Fatalf("another cluster's log dir: %v", err)
+	}
+	write(id, "3")
+	if err := checkNodeIdentity(bc, id); err == nil || !strings.Contains(err.Error(), "belongs to node 3, but this node's node.id is 2") {
+		t.Fatalf("another node's log dir: %v", err)
 	}
 }

@@ -267,3 +267,7 @@ func writeCleanShutdown(dir string, brokerEpoch int64) error {
 	}
 	return writeFileAtomic(filepath.Join(dir, cleanShutdownFile), data)
 }
+
+// ReadMetaProperties returns the key/values of dir's meta.properties; the
+// error satisfies os.IsNotExist when the file is absent.
+func ReadMetaProperties(dir string) (map[string]string, error) { return readMetaProperties(dir) }

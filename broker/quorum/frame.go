@@ -132,7 +132,7 @@ func parseFrame(frame []byte, clusterID string) (*pb.Message, error) {
 		return nil, fmt.Errorf("%w: cluster id of %d bytes in %d", ErrFrame, idl, len(rest))
 	}
 	if got := string(rest[:idl]); got != clusterID {
-		return nil, fmt.Errorf("%w: cluster id %q, this cluster is %q", ErrFrame, got, clusterID)
+		return nil, fmt.Errorf("%w: cluster id %q, this cluster is %q: the sender belongs to another cluster, or the two nodes' cluster.id or controller.quorum.voters differ", ErrFrame, got, clusterID)
 	}
 	m := &pb.Message{}
 	if err := proto.Unmarshal(rest[idl:], m); err != nil {
