@@ -68,14 +68,34 @@ func (l *adminLog) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	return l.start, nil
 }
-func (l *adminLog) Flush() error                        { return nil }
-func (l *adminLog) SetConfig(c log.Config)              { l.mu.Lock(); l.cfg = c; l.mu.Unlock() }
-func (l *adminLog) Err() error                          { return nil }
-func (l *adminLog) Size() int64                         { l.mu.Lock(); defer l.mu.Unlock(); return l.size }
-func (l *adminLog) Dir() string                         { return l.dir }
-func (l *adminLog) ActiveProducers() []log.ProducerInfo { return l.producers }
-func (l *adminLog) config() log.Config                  { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
-func (l *adminLog) setProducers(p []log.ProducerInfo)   { l.producers = p }
+func (l *adminLog) AppendAsFollower(records []byte) (log.AppendInfo, error) {
+	return l.Append(records, -1)
+}
+func (l *adminLog) Truncate(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end = min(l.end, max(offset, l.start))
+	return nil
+}
+func (l *adminLog) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.start, l.end = offset, offset
+	return nil
+}
+func (l *adminLog) EndOffsetForEpoch(int32) (int32, int64, bool)           { return -1, -1, false }
+func (l *adminLog) AssignEpochStartOffset(epoch int32, offset int64) error { return nil }
+func (l *adminLog) LatestEpoch() int32                                     { return -1 }
+func (l *adminLog) HighWatermark() (int64, bool)                           { return 0, false }
+func (l *adminLog) UpdateHighWatermark(hw int64) int64                     { return hw }
+func (l *adminLog) Flush() error                                           { return nil }
+func (l *adminLog) SetConfig(c log.Config)                                 { l.mu.Lock(); l.cfg = c; l.mu.Unlock() }
+func (l *adminLog) Err() error                                             { return nil }
+func (l *adminLog) Size() int64                                            { l.mu.Lock(); defer l.mu.Unlock(); return l.size }
+func (l *adminLog) Dir() string                                            { return l.dir }
+func (l *adminLog) ActiveProducers() []log.ProducerInfo                    { return l.producers }
+func (l *adminLog) config() log.Config                                     { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
+func (l *adminLog) setProducers(p []log.ProducerInfo)                      { l.producers = p }
 
 type adminLogs struct {
 	mu   sync.Mutex

@@ -16,6 +16,7 @@ import (
 // Names of Kafka's log-dir and partition-dir files.
 const (
 	recoveryPointFile  = "recovery-point-offset-checkpoint"
+	highWatermarkFile  = "replication-offset-checkpoint"
 	logStartOffsetFile = "log-start-offset-checkpoint"
 	metaPropertiesFile = "meta.properties"
 	cleanShutdownFile  = ".kafka_cleanshutdown"
@@ -63,18 +64,22 @@ func syncDir(dir string) error {
 }
 
 // checkpointLines parses Kafka's CheckpointFile text format: a version line
-// (0), a count line, then count entry lines.
+// (0), a count line, then count entry lines. As CheckpointReadBuffer, a
+// file that ends before the count line holds no entries.
 func checkpointLines(data []byte) ([]string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	var lines []string
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	if len(lines) < 2 {
-		return nil, fmt.Errorf("checkpoint: missing header")
+	if len(lines) == 0 {
+		return nil, nil
 	}
 	if strings.TrimSpace(lines[0]) != "0" {
 		return nil, fmt.Errorf("checkpoint: unsupported version %q", lines[0])
+	}
+	if len(lines) == 1 {
+		return nil, nil
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
 	if err != nil || n < 0 || n != len(lines)-2 {

@@ -101,6 +101,17 @@ type Options struct {
 	// offsets are checkpointed (log.flush.offset.checkpoint.interval.ms);
 	// default 60 s.
 	CheckpointInterval time.Duration
+	// HighWatermarkCheckpoint keeps Kafka's replication-offset-checkpoint
+	// in the log dir: every log's high watermark (Log.UpdateHighWatermark)
+	// is written every HighWatermarkCheckpointInterval and on Close, and
+	// read at Open, so that a replicated partition restarts from its last
+	// known high watermark (Log.HighWatermark) instead of its log end. A
+	// single node leaves it off: its one replica's whole log is committed,
+	// so its high watermark is the log end offset on open.
+	HighWatermarkCheckpoint bool
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms; default 5 s.
+	HighWatermarkCheckpointInterval time.Duration
 	// RetentionCheckInterval is log.retention.check.interval.ms (default
 	// 5 minutes); negative disables the background retention check.
 	RetentionCheckInterval time.Duration
@@ -148,6 +159,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = time.Minute
+	}
+	if o.HighWatermarkCheckpointInterval <= 0 {
+		o.HighWatermarkCheckpointInterval = 5 * time.Second
 	}
 	if o.RetentionCheckInterval == 0 {
 		o.RetentionCheckInterval = 5 * time.Minute

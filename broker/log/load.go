@@ -451,23 +451,47 @@ func (l *Log) deleteSnapshotsOutside(lo, hi int64) error {
 	return nil
 }
 
-// Truncate removes every batch at or after offset (for replication when a
-// follower's log diverged), rounding down to a batch boundary as
-// LogSegment.truncateTo does. Producer state and leader epochs follow.
-func (l *Log) Truncate(offset int64) error {
+// Truncate removes every batch at or after offset, as UnifiedLog.truncateTo
+// for a follower whose log diverged from its leader's, rounding down to a
+// batch boundary as LogSegment.truncateTo does. The segments after it, the
+// indexes, the transaction index, producer state (rebuilt from the latest
+// snapshot at or below the truncated segment), producer snapshots beyond
+// the new end, leader epochs starting at or after it, the recovery point,
+// the cleaner checkpoint and the recorded high watermark follow; the log
+// start offset moves down to the new end if it was beyond it. An offset
+// below the first segment's base empties the log and starts it there
+// (TruncateFullyAndStartAt), as Kafka does.
+func (l *Log) Truncate(offset int64) error { return l.truncate(offset, false) }
+
+// truncate is Truncate, or TruncateFullyAndStartAt when full.
+func (l *Log) truncate(offset int64, full bool) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if offset >= l.leo.Load() {
+	if !full && offset >= l.leo.Load() {
 		return nil
 	}
-	if offset < l.logStart.Load() {
-		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, l.logStart.Load())
+	full = full || offset < l.segments()[0].base
+	var err error
+	if full {
+		err = l.truncateFullyLocked(offset)
+	} else {
+		err = l.truncateLocked(offset)
 	}
-	if err := l.truncateLocked(offset); err != nil {
+	if err != nil {
 		return l.fail(err)
+	}
+	if leo := l.leo.Load(); l.logStart.Load() > leo {
+		l.logStart.Store(leo)
+		full = true
+	}
+	if full && l.m != nil {
+		l.m.logStartChanged()
 	}
 	return nil
 }
@@ -519,6 +543,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	l.leo.Store(leo)
 	if l.recoveryPoint.Load() > leo {
 		l.recoveryPoint.Store(leo)
+	}
+	if l.hwTracked && l.hw.Load() > leo {
+		l.hw.Store(leo)
 	}
 	if err := l.epochs.truncateFromEnd(leo); err != nil {
 		return err

@@ -34,8 +34,12 @@ type Log struct {
 	logStart      atomic.Int64
 	recoveryPoint atomic.Int64 // offsets below it are fsynced
 	firstUnstable atomic.Int64 // -1 when no transaction is open
-	err           atomic.Pointer[error]
-	closed        atomic.Bool
+	// The high watermark kept for replication-offset-checkpoint, when
+	// the log dir keeps one (see follower.go).
+	hwTracked bool
+	hw        atomic.Int64
+	err       atomic.Pointer[error]
+	closed    atomic.Bool
 
 	// Cleaner state (see cleaner.go): the first dirty offset from
 	// cleaner-offset-checkpoint (-1 when none), and a generation bumped by
@@ -336,12 +340,8 @@ func (l *Log) append(set []byte, leaderEpoch int32, client bool) (AppendInfo, er
 	if err != nil || res.Duplicate {
 		return res, err
 	}
-	if l.unflushedMsgs.Load() >= cfg.FlushMessages {
-		// flush.messages: fsync before acknowledging, coalesced with
-		// concurrent appenders (see flush.go).
-		if err := l.flushTo(res.LastOffset + 1); err != nil {
-			return AppendInfo{}, err
-		}
+	if err := l.flushIfDue(cfg, res.LastOffset+1); err != nil {
+		return AppendInfo{}, err
 	}
 	return res, nil
 }
@@ -386,28 +386,9 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 			b.UpdateCRC()
 		}
 	}
-	if err := l.maybeRollLocked(len(set), maxTS, next-1, cfg, now); err != nil {
-		ps.reset()
-		return AppendInfo{}, l.fail(err)
+	if err := l.writeLocked(set, first, next, maxTS, cfg, now); err != nil {
+		return AppendInfo{}, err
 	}
-	seg := l.active()
-	if err := seg.append(set, cfg.IndexIntervalBytes); err != nil {
-		ps.reset()
-		return AppendInfo{}, l.fail(err)
-	}
-	ps.commit()
-	for _, t := range ps.completed {
-		if !t.aborted {
-			continue
-		}
-		a := AbortedTxn{ProducerID: t.pid, FirstOffset: t.firstOffset, LastOffset: t.lastOffset, LastStable: ps.lastStableFor(t)}
-		if err := seg.txn.add(a); err != nil {
-			ps.reset()
-			return AppendInfo{}, l.fail(err)
-		}
-	}
-	ps.reset()
-	l.publishUnstable()
 	if leaderEpoch >= 0 {
 		if last, ok := l.epochs.latest(); !ok || leaderEpoch > last.Epoch {
 			if err := l.epochs.assign(leaderEpoch, first); err != nil {
@@ -415,13 +396,7 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 			}
 		}
 	}
-	l.leo.Store(next)
-	l.unflushedMsgs.Add(int64(info.records))
-	l.dirtyBytes.Add(int64(len(set)))
-	l.firstDirtyNs.CompareAndSwap(0, now.UnixNano())
-	if l.m != nil {
-		l.m.flusher.noteDirty(l)
-	}
+	l.publishLocked(next, info.records, len(set), now)
 	// LogValidator's offsetOfMaxTimestamp: with LogAppendTime the last
 	// offset, or the first of a compressed batch.
 	offMax := int64(-1)
@@ -437,6 +412,53 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 		LogStartOffset: l.logStart.Load(), NumRecords: info.records, OffsetOfMaxTimestamp: offMax}, nil
 }
 
+// writeLocked writes a record set whose offsets are final and whose batches
+// are staged in the producer state: it rolls when the set does not fit the
+// active segment (a new segment starting at first), writes and indexes the
+// set, commits the producer state, records aborted transactions in the
+// transaction index. With publishLocked it is the part of an append the
+// leader and follower paths share (UnifiedLog.append after validation).
+// Errors are sticky.
+func (l *Log) writeLocked(set []byte, first, next, maxTS int64, cfg *Config, now time.Time) error {
+	ps := l.ps
+	if err := l.maybeRollLocked(len(set), maxTS, first, next-1, cfg, now); err != nil {
+		ps.reset()
+		return l.fail(err)
+	}
+	seg := l.active()
+	if err := seg.append(set, cfg.IndexIntervalBytes); err != nil {
+		ps.reset()
+		return l.fail(err)
+	}
+	ps.commit()
+	for _, t := range ps.completed {
+		if !t.aborted {
+			continue
+		}
+		a := AbortedTxn{ProducerID: t.pid, FirstOffset: t.firstOffset, LastOffset: t.lastOffset, LastStable: ps.lastStableFor(t)}
+		if err := seg.txn.add(a); err != nil {
+			ps.reset()
+			return l.fail(err)
+		}
+	}
+	ps.reset()
+	l.publishUnstable()
+	return nil
+}
+
+// publishLocked makes an append of records in size bytes, written by
+// writeLocked, visible: the log end offset moves to next and the flusher
+// learns of the unflushed bytes.
+func (l *Log) publishLocked(next int64, records, size int, now time.Time) {
+	l.leo.Store(next)
+	l.unflushedMsgs.Add(int64(records))
+	l.dirtyBytes.Add(int64(size))
+	l.firstDirtyNs.CompareAndSwap(0, now.UnixNano())
+	if l.m != nil {
+		l.m.flusher.noteDirty(l)
+	}
+}
+
 func (l *Log) publishUnstable() {
 	if o, ok := l.ps.firstUnstable(); ok {
 		l.firstUnstable.Store(o)
@@ -447,7 +469,11 @@ func (l *Log) publishUnstable() {
 
 // maybeRollLocked rolls to a new segment when the append would not fit, as
 // UnifiedLog.maybeRoll and LogSegment.shouldRoll.
-func (l *Log) maybeRollLocked(setSize int, maxTS, lastOffset int64, cfg *Config, now time.Time) error {
+// A new segment starts at base, the first offset of the set: the log end
+// offset for a leader's append, the first batch's base offset for a
+// follower's, which may lie beyond the log end where the leader's log was
+// compacted.
+func (l *Log) maybeRollLocked(setSize int, maxTS, base, lastOffset int64, cfg *Config, now time.Time) error {
 	s := l.active()
 	size := s.size.Load()
 	var waited int64
@@ -460,17 +486,21 @@ func (l *Log) maybeRollLocked(setSize int, maxTS, lastOffset int64, cfg *Config,
 		size > cfg.SegmentBytes-int64(setSize) ||
 		(size > 0 && (s.oi.full() || s.ti.full())) ||
 		lastOffset-s.base > math.MaxInt32
-	if !roll {
+	if !roll || (size == 0 && lastOffset-s.base <= math.MaxInt32) {
+		// An empty active segment takes the set whatever its size.
 		return nil
 	}
-	return l.rollLocked(now)
+	return l.rollAtLocked(base, now)
 }
 
 // rollLocked starts a new active segment at the log end offset and takes a
 // producer state snapshot there (UnifiedLog.roll).
-func (l *Log) rollLocked(now time.Time) error {
+func (l *Log) rollLocked(now time.Time) error { return l.rollAtLocked(l.leo.Load(), now) }
+
+// rollAtLocked starts a new active segment at base, at or beyond the log
+// end offset.
+func (l *Log) rollAtLocked(base int64, now time.Time) error {
 	old := l.active()
-	base := l.leo.Load()
 	if old.size.Load() == 0 && old.base == base {
 		return nil
 	}

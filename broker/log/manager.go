@@ -91,6 +91,10 @@ func Open(dir string, opts Options) (*Manager, error) {
 		opts.Logger.Warn("ignoring unreadable log start checkpoint", "err", err)
 		starts = map[TopicPartition]int64{}
 	}
+	hws, err := m.readHighWatermarks()
+	if err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -122,6 +126,7 @@ func Open(dir string, opts Options) (*Manager, error) {
 			m.closeLogs(false)
 			return nil, fmt.Errorf("%w: loading %s: %v", ErrStorage, name, err)
 		}
+		m.trackHighWatermark(l, hws[tp])
 		m.logs[tp] = l
 	}
 	// A crash from now on must not look clean (LogManager deletes the
@@ -226,6 +231,7 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating %s: %v", ErrStorage, tp, err)
 	}
+	m.trackHighWatermark(l, 0)
 	m.logs[tp] = l
 	return l, nil
 }
@@ -298,8 +304,9 @@ func (m *Manager) removeAsync(path string) {
 	}()
 }
 
-// WriteCheckpoints writes recovery-point-offset-checkpoint and
-// log-start-offset-checkpoint for every log.
+// WriteCheckpoints writes recovery-point-offset-checkpoint,
+// log-start-offset-checkpoint and, when the log dir keeps one,
+// replication-offset-checkpoint for every log.
 func (m *Manager) WriteCheckpoints() error {
 	m.ckptMu.Lock()
 	defer m.ckptMu.Unlock()
@@ -315,7 +322,7 @@ func (m *Manager) WriteCheckpoints() error {
 	if err := writeOffsetCheckpoint(filepath.Join(m.dir, logStartOffsetFile), starts); err != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
-	return nil
+	return m.writeHighWatermarksLocked()
 }
 
 // logStartChanged asks the background loop to checkpoint log start offsets.
@@ -360,10 +367,21 @@ func (m *Manager) background() {
 		defer t.Stop()
 		retention = t.C
 	}
+	var hwCkpt <-chan time.Time
+	if m.opts.HighWatermarkCheckpoint {
+		t := time.NewTicker(m.opts.HighWatermarkCheckpointInterval)
+		defer t.Stop()
+		hwCkpt = t.C
+	}
 	for {
 		select {
 		case <-m.stop:
 			return
+		case <-hwCkpt:
+			if err := m.WriteHighWatermarks(); err != nil {
+				m.opts.Logger.Error("high watermark checkpoint", "err", err)
+			}
+			continue
 		case <-ckpt.C:
 		case <-m.ckptWake:
 		case <-retention:

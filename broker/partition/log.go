@@ -2,12 +2,33 @@ package partition
 
 import "github.com/cascade-kafka/cascade/broker/log"
 
-// Log is the part of *log.Log a partition uses. It is an interface so tests
-// can run partitions over an in-memory log and so the partition layer compiles
-// against the storage contract in broker/log/api.go.
+// Log is the storage contract of a partition replica: what *log.Log offers
+// and the partition uses, whether it leads or follows. It is an interface so
+// tests can run partitions over an in-memory log; every method is documented
+// on *log.Log (broker/log/api.go lists them).
 type Log interface {
+	// Leader appends: offsets assigned, leaderEpoch stamped on each batch.
 	Append(records []byte, leaderEpoch int32) (log.AppendInfo, error)
 	AppendFromClient(records []byte, leaderEpoch int32) (log.AppendInfo, error)
+
+	// Follower appends and truncation: batches kept exactly as the leader
+	// wrote them, and the log cut back to where it agrees with the leader
+	// (or started over at the leader's log start).
+	AppendAsFollower(records []byte) (log.AppendInfo, error)
+	Truncate(offset int64) error
+	TruncateFullyAndStartAt(offset int64) error
+
+	// Leader epochs (Kafka's LeaderEpochFileCache): OffsetForLeaderEpoch
+	// answers, and the start of a new leader's epoch.
+	EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64, ok bool)
+	AssignEpochStartOffset(epoch int32, offset int64) error
+	LatestEpoch() int32
+
+	// The high watermark as the log dir's replication-offset-checkpoint
+	// keeps it: ok is false when the log dir keeps none (a single node).
+	HighWatermark() (hw int64, ok bool)
+	UpdateHighWatermark(hw int64) int64
+
 	Read(offset int64, maxBytes int, maxOffset int64, minOne bool) (log.ReadResult, error)
 	LogStartOffset() int64
 	LogEndOffset() int64
@@ -22,8 +43,5 @@ type Log interface {
 	Size() int64
 }
 
-// epochLog is implemented by logs that keep Kafka's leader-epoch-checkpoint
-// (LeaderEpochFileCache) and can answer OffsetForLeaderEpoch for any epoch.
-type epochLog interface {
-	EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64, ok bool)
-}
+// The storage engine keeps the whole contract.
+var _ Log = (*log.Log)(nil)

@@ -36,8 +36,13 @@ type Partition struct {
 
 	appendMu sync.Mutex
 	epoch    atomic.Int32
-	hw       atomic.Int64
 	deleted  atomic.Bool
+
+	// hw is the published high watermark; every write holds hwMu so that
+	// a truncation's move down and an advance do not interleave.
+	hw         atomic.Int64
+	hwMu       sync.Mutex
+	replicated atomic.Bool // the high watermark does not follow appends
 
 	notifyMu sync.Mutex
 	notify   chan struct{}
@@ -84,13 +89,19 @@ func (p *Partition) RemoveWaiter(w *Waiter) {
 	p.notifyMu.Unlock()
 }
 
-// New returns a partition over lg, led by this broker at leaderEpoch. As a
-// single node is its own in-sync replica set, the high watermark starts at the
-// log end offset recovered from disk.
+// New returns a partition over lg, led by this broker at leaderEpoch. The
+// high watermark starts where the log dir's replication-offset-checkpoint
+// left it when the log dir keeps one (a replicated broker, as Kafka's
+// Partition.createLogIfNotExists); otherwise, as a single node is its own
+// in-sync replica set, at the log end offset recovered from disk.
 func New(tp log.TopicPartition, topicID [16]byte, leaderEpoch int32, lg Log) *Partition {
 	p := &Partition{tp: tp, topicID: topicID, log: lg, notify: make(chan struct{})}
 	p.epoch.Store(leaderEpoch)
-	p.hw.Store(lg.LogEndOffset())
+	if hw, ok := lg.HighWatermark(); ok {
+		p.hw.Store(hw)
+	} else {
+		p.hw.Store(lg.LogEndOffset())
+	}
 	return p
 }
 
@@ -143,7 +154,7 @@ func (p *Partition) append(records []byte, client bool) (log.AppendInfo, error) 
 	} else {
 		info, err = p.log.Append(records, p.epoch.Load())
 	}
-	if err == nil && !info.Duplicate {
+	if err == nil && !info.Duplicate && !p.replicated.Load() {
 		p.advanceHighWatermarkLocked()
 	}
 	p.appendMu.Unlock()
@@ -161,9 +172,11 @@ func (p *Partition) append(records []byte, client bool) (log.AppendInfo, error) 
 // Partition.maybeIncrementLeaderHW with a one-member ISR).
 func (p *Partition) advanceHighWatermarkLocked() {
 	leo := p.log.LogEndOffset()
+	p.hwMu.Lock()
 	if leo > p.hw.Load() {
-		p.hw.Store(leo)
+		p.storeHighWatermarkLocked(leo)
 	}
+	p.hwMu.Unlock()
 }
 
 // HighWatermark returns the published high watermark.
@@ -264,28 +277,12 @@ func (p *Partition) wake() {
 // LeaderEpochFileCache.endOffsetFor: the largest known epoch not above epoch
 // and the offset where the next epoch began (the log end offset for the
 // latest one); (-1, -1) for an undefined epoch, an epoch above every known
-// one, or an empty cache. Without an epoch cache in the log, the only known
-// epoch is the current one, starting at offset 0, which holds on a single
-// node that never changed leader.
+// one, or an empty cache.
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	if el, ok := p.log.(epochLog); ok {
-		if e, off, ok := el.EndOffsetForEpoch(epoch); ok {
-			return e, off
-		}
-		return -1, -1
+	if e, off, ok := p.log.EndOffsetForEpoch(epoch); ok {
+		return e, off
 	}
-	cur := p.epoch.Load()
-	leo := p.log.LogEndOffset()
-	switch {
-	case epoch < 0 || epoch > cur || leo == 0:
-		return -1, -1
-	case epoch == cur:
-		return cur, leo
-	default:
-		// Below the earliest known epoch: Kafka answers the requested
-		// epoch with the start offset of the earliest one.
-		return epoch, 0
-	}
+	return -1, -1
 }
 
 // DeleteRecordsBefore advances the log start offset (DeleteRecords). The

@@ -19,6 +19,14 @@ type memLog struct {
 	unstable int64 // -1: none
 	cfg      log.Config
 	failNext error
+	epochs   []memEpoch // the start of each leader epoch, ascending
+	hw       int64      // the checkpointed high watermark when hwKept
+	hwKept   bool
+}
+
+type memEpoch struct {
+	epoch int32
+	start int64
 }
 
 func newMemLog() *memLog { return &memLog{unstable: -1} }
@@ -39,7 +47,87 @@ func (l *memLog) Append(records []byte, epoch int32) (log.AppendInfo, error) {
 	}
 	off := l.start + int64(len(l.recs))
 	l.recs = append(l.recs, append([]byte(nil), records...))
+	if n := len(l.epochs); epoch >= 0 && (n == 0 || epoch > l.epochs[n-1].epoch) {
+		l.epochs = append(l.epochs, memEpoch{epoch, off})
+	}
 	return log.AppendInfo{FirstOffset: off, LastOffset: off, LogAppendTime: -1, NumRecords: 1}, nil
+}
+
+// AppendAsFollower appends records as one record at the log end, with no
+// epoch: the in-memory log has no batches to keep offsets from.
+func (l *memLog) AppendAsFollower(records []byte) (log.AppendInfo, error) {
+	return l.Append(records, -1)
+}
+
+func (l *memLog) Truncate(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if end := l.start + int64(len(l.recs)); offset < end {
+		l.recs = l.recs[:max(offset-l.start, 0)]
+	}
+	for n := len(l.epochs); n > 0 && l.epochs[n-1].start >= offset; n-- {
+		l.epochs = l.epochs[:n-1]
+	}
+	return nil
+}
+
+func (l *memLog) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs, l.start, l.epochs = nil, offset, nil
+	return nil
+}
+
+// EndOffsetForEpoch is LeaderEpochFileCache.endOffsetFor.
+func (l *memLog) EndOffsetForEpoch(epoch int32) (int32, int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.epochs)
+	switch {
+	case epoch < 0 || n == 0:
+		return -1, -1, false
+	case l.epochs[n-1].epoch == epoch:
+		return epoch, l.start + int64(len(l.recs)), true
+	case epoch < l.epochs[0].epoch:
+		return epoch, l.epochs[0].start, true
+	}
+	for i := n - 1; i > 0; i-- {
+		if l.epochs[i-1].epoch <= epoch && l.epochs[i].epoch > epoch {
+			return l.epochs[i-1].epoch, l.epochs[i].start, true
+		}
+	}
+	return -1, -1, false
+}
+
+func (l *memLog) AssignEpochStartOffset(epoch int32, offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epochs = append(l.epochs, memEpoch{epoch, offset})
+	return nil
+}
+
+func (l *memLog) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.epochs); n > 0 {
+		return l.epochs[n-1].epoch
+	}
+	return -1
+}
+
+func (l *memLog) HighWatermark() (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hw, l.hwKept
+}
+
+func (l *memLog) UpdateHighWatermark(hw int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hwKept {
+		l.hw = hw
+	}
+	return hw
 }
 
 func (l *memLog) AppendFromClient(records []byte, epoch int32) (log.AppendInfo, error) {
