@@ -136,7 +136,15 @@ type AbortedTxn struct {
 //	    the transaction coordinator writes markers with Append.
 //	EndOffsetForEpoch(epoch) (foundEpoch int32, endOffset int64, ok bool)
 //	AssignEpochStartOffset(epoch, offset) error; LatestEpoch() int32; EpochAt(offset) int32
-//	Truncate(offset) error; Roll() error; ApplyRetention() (int, error)
+//	Truncate(offset) error; TruncateFullyAndStartAt(offset) error
+//	AppendAsFollower(records) (AppendInfo, error)
+//	    A follower's append of batches fetched from the leader, kept as
+//	    they are (follower.go); *AppendOffsetError when they do not
+//	    continue the log.
+//	HighWatermark() (int64, bool); UpdateHighWatermark(hw) int64
+//	    The high watermark kept for replication-offset-checkpoint when
+//	    Options.HighWatermarkCheckpoint is set.
+//	Roll() error; ApplyRetention() (int, error)
 //	RecoveryPoint() int64; ActiveProducers() []ProducerInfo; ExpireProducers() int
 //	ErrCoordinatorFenced (TRANSACTION_COORDINATOR_FENCED) from Append of a
 //	marker with a stale coordinator epoch.

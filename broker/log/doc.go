@@ -13,8 +13,9 @@
 //     (ProducerStateManager format v1) and partition.metadata;
 //
 // and, per log dir, recovery-point-offset-checkpoint,
-// log-start-offset-checkpoint, cleaner-offset-checkpoint, meta.properties
-// and the .kafka_cleanshutdown marker.
+// log-start-offset-checkpoint, cleaner-offset-checkpoint, meta.properties,
+// the .kafka_cleanshutdown marker and, when Options.HighWatermarkCheckpoint
+// asks for it (a replicated broker), replication-offset-checkpoint.
 //
 // A *Log validates and appends produce record sets (assigning offsets,
 // checking idempotent and transactional producer state, stamping
@@ -94,6 +95,33 @@
 //     cleaner-offset-checkpoint (Kafka's OffsetCheckpointFile format).
 //
 // Retention applies to compact,delete logs as to delete logs.
+//
+// A follower replica (follower.go, load.go), as Kafka's UnifiedLog:
+//
+//   - AppendAsFollower appends batches fetched from the leader as they are:
+//     no offsets assigned, no epoch stamped, no timestamps or CRCs
+//     rewritten. Batches are checked as stored data (CRC, length, magic);
+//     offsets must increase and the first must not be below the log end
+//     (*AppendOffsetError, ErrUnexpectedAppendOffset; ErrOffsetsOutOfOrder
+//     inside a set); gaps left by the leader's compaction are kept. Producer
+//     state, the transaction index and the last stable offset follow the
+//     batches, markers included, without the producer checks a leader
+//     makes; each batch's partition leader epoch starts at its base offset
+//     in the leader epoch cache. The bytes on disk equal the leader's.
+//   - Truncate cuts a divergent tail: segments, indexes, transaction
+//     index, producer state (rebuilt from the latest snapshot below) and
+//     its snapshots, leader epochs, the recovery point, the cleaner
+//     checkpoint and the kept high watermark; the log start comes down if
+//     it was beyond the new end, and an offset below the first segment
+//     starts the log over there. TruncateFullyAndStartAt empties the log
+//     and starts it at an offset (the leader's log start beyond this end).
+//   - With Options.HighWatermarkCheckpoint each log keeps the high
+//     watermark its partition reports (UpdateHighWatermark), written to
+//     replication-offset-checkpoint every
+//     HighWatermarkCheckpointInterval and on Close, and read at Open
+//     (HighWatermark, bounded by the log). An unreadable checkpoint fails
+//     Open with ErrStorage, as Kafka takes the log dir offline; removing it
+//     is safe. Off (a single node), the file is neither written nor read.
 //
 // Use:
 //

@@ -50,7 +50,8 @@ type Partition struct {
 }
 
 // Waiter is one long-polling fetch waiting on several partitions at once: any
-// append to a partition it is registered with signals C (without blocking).
+// leader append, high watermark move, truncation or removal of a partition
+// it is registered with signals C (without blocking).
 type Waiter struct {
 	C chan struct{}
 }
@@ -65,9 +66,10 @@ func (w *Waiter) signal() {
 	}
 }
 
-// AddWaiter registers w to be signalled by the next append (or removal).
-// Register before reading, so an append between the read and the wait is not
-// missed. A signal unregisters w; register again to wait again.
+// AddWaiter registers w to be signalled by the next change (a leader append,
+// a high watermark move, a truncation or removal). Register before reading,
+// so a change between the read and the wait is not missed. A signal
+// unregisters w; register again to wait again.
 func (p *Partition) AddWaiter(w *Waiter) {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
@@ -253,8 +255,8 @@ func (p *Partition) Read(offset int64, maxBytes int, iso Isolation, minOne bool)
 	return res, nil
 }
 
-// Changed returns a channel closed by the next append to this partition (or
-// by its removal). Take it before reading so that an append between the read
+// Changed returns a channel closed by the next change to this partition (as
+// for AddWaiter). Take it before reading so that a change between the read
 // and the wait is not missed.
 func (p *Partition) Changed() <-chan struct{} {
 	p.notifyMu.Lock()
