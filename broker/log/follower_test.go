@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,7 +101,65 @@ func writeLeaderLog(t *testing.T, l *Log) {
 	must(l.Append(idemBatch(t, 7, 0, seq, 1, false), 3))
 	must(l.Append(record.ControlBatch(12, 0, true, 5, 2001), 4)) // commit
 	must(l.Append(idemBatch(t, 13, 2, 0, 3, true), 4))           // left open
+	must(l.Append(keyedBatch(t, record.CodecZstd, 3000, kv{[]byte("a"), []byte("1")}, kv{[]byte("b"), []byte("2")}), 4))
 	must(l.Append(batch(t, 2, "tail", 3000), 4))
+}
+
+// TestAppendAsFollowerFromCompactedLeader copies a leader log the cleaner
+// compacted: batches with offset gaps between and inside them, kept as
+// they are.
+func TestAppendAsFollowerFromCompactedLeader(t *testing.T) {
+	c := newFakeClock()
+	cfg := compactConfig()
+	lm, l := openTest(t, t.TempDir(), c, cfg)
+	defer lm.Close()
+	for i := 0; i < 300; i++ {
+		key := []byte("k") // replaced by later batches, except every tenth
+		if i%10 == 0 {
+			key = []byte(fmt.Sprintf("u%d", i))
+		}
+		if _, err := l.Append(keyedBatch(t, record.CodecNone, 1000+int64(i), kv{key, []byte(fmt.Sprint(i))}, kv{key, []byte("again")}), int32(1+i/100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, cleaned, err := lm.CleanOnce(); err != nil || !cleaned {
+		t.Fatalf("CleanOnce: %v %v", cleaned, err)
+	}
+	batches := readAll(t, l, 0)
+	gaps := 0
+	for i := 1; i < len(batches); i++ {
+		if batches[i].BaseOffset() > batches[i-1].NextOffset() {
+			gaps++
+		}
+	}
+	if gaps == 0 {
+		t.Fatalf("the cleaner left no gaps in %d batches; the test needs some", len(batches))
+	}
+	_, fm, f := openFollower(t, c, cfg)
+	defer fm.Close()
+	feed(t, f, batches, 5)
+	if f.LogEndOffset() != l.LogEndOffset() {
+		t.Fatalf("follower LEO %d", f.LogEndOffset())
+	}
+	fb := readAll(t, f, 0)
+	if len(fb) != len(batches) {
+		t.Fatalf("%d follower batches, %d leader batches", len(fb), len(batches))
+	}
+	for i := range fb {
+		if !bytes.Equal(fb[i], batches[i]) {
+			t.Fatalf("batch %d differs", i)
+		}
+	}
+	for e := int32(0); e <= 4; e++ {
+		le, lo, _ := l.EndOffsetForEpoch(e)
+		fe, fo, _ := f.EndOffsetForEpoch(e)
+		if le != fe || lo != fo {
+			t.Fatalf("EndOffsetForEpoch(%d): leader %d %d, follower %d %d", e, le, lo, fe, fo)
+		}
+	}
 }
 
 func TestAppendAsFollowerMirrorsLeader(t *testing.T) {

@@ -294,3 +294,52 @@ func TestFollowerStartsInsideLeaderBatch(t *testing.T) {
 		t.Fatalf("overlap on a non-empty log: %v, start %d", err, follower.LogStartOffset())
 	}
 }
+
+// TestConsumerFollowsHighWatermark runs a replicated leader's appends, its
+// high watermark advances and a long-polling consumer at once: the consumer
+// never reads at or past the high watermark it was answered with, and reads
+// every record once the high watermark passes it.
+func TestConsumerFollowsHighWatermark(t *testing.T) {
+	p := New(tp("t", 0), [16]byte{1}, 0, newMemLog())
+	p.SetReplicated(true)
+	const n = 300
+	go func() {
+		for i := 0; i < n; i++ {
+			p.Append([]byte{byte(i)})
+			if i%3 == 2 {
+				p.AdvanceHighWatermark(p.LogEndOffset() - 1)
+			}
+		}
+		p.AdvanceHighWatermark(n)
+	}()
+	next := int64(0)
+	deadline := time.After(30 * time.Second)
+	for next < n {
+		w := NewWaiter()
+		p.AddWaiter(w)
+		res, err := p.Read(next, 1<<20, ReadHighWatermark, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next+int64(len(res.Regions)) > res.HighWatermark {
+			t.Fatalf("read %d records from %d past the high watermark %d", len(res.Regions), next, res.HighWatermark)
+		}
+		for _, r := range res.Regions {
+			var b bytes.Buffer
+			r.WriteTo(&b)
+			if b.Len() != 1 || b.Bytes()[0] != byte(next) {
+				t.Fatalf("record %d reads %v", next, b.Bytes())
+			}
+			next++
+		}
+		if len(res.Regions) > 0 {
+			p.RemoveWaiter(w)
+			continue
+		}
+		select {
+		case <-w.C:
+		case <-deadline:
+			t.Fatalf("consumer stuck at %d, high watermark %d, log end %d", next, p.HighWatermark(), p.LogEndOffset())
+		}
+	}
+}
