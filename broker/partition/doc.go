@@ -14,12 +14,17 @@
 //   - On a single node (the default) every leader append moves it to the
 //     log end offset, the leader alone being the ISR, and New starts it at
 //     the log end offset.
-//   - Replicated (SetReplicated(true)), appends leave it: a leader moves it
+//   - Replicated (SetReplicated(true), or Spec.Replicated through the
+//     Manager, set before the partition is published), appends leave it:
+//     a leader moves it
 //     forward with AdvanceHighWatermark from its replica state machine
 //     (broker/replica: the ISR's log end offsets), a follower sets it from
 //     its leader's fetch answer with SetHighWatermark (bounded by its own
 //     log end). New starts it from the log dir's
 //     replication-offset-checkpoint when the log dir keeps one.
+//
+// MakeLeader starts a new leader epoch at the log end offset in the leader
+// epoch cache, as Kafka's Partition.makeLeader.
 //
 // Fetch waiters wake on every leader append (followers' fetches wait at the
 // log end), on every high watermark move (consumers wait at the high

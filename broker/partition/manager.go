@@ -24,6 +24,10 @@ type Spec struct {
 	TopicID     [16]byte
 	LeaderEpoch int32
 	Config      log.Config
+	// Replicated is set when the partition has replicas on other brokers:
+	// its high watermark then moves only from the replication shell
+	// (Partition.SetReplicated), from the moment it is opened.
+	Replicated bool
 }
 
 // Manager maps topic-partitions and topic ids to this broker's partitions and
@@ -118,11 +122,14 @@ func (m *Manager) Sync(want []Spec) error {
 				continue
 			}
 			delete(m.failed, s.TP)
-			m.parts[s.TP] = New(s.TP, s.TopicID, s.LeaderEpoch, lg)
+			p = New(s.TP, s.TopicID, s.LeaderEpoch, lg)
+			p.SetReplicated(s.Replicated)
+			m.parts[s.TP] = p
 			m.cfgs[s.TP] = s.Config
 			continue
 		}
 		p.SetLeaderEpoch(s.LeaderEpoch)
+		p.SetReplicated(s.Replicated)
 		if m.cfgs[s.TP] != s.Config {
 			p.log.SetConfig(s.Config)
 			m.cfgs[s.TP] = s.Config

@@ -21,6 +21,25 @@ func (p *Partition) SetReplicated(on bool) { p.replicated.Store(on) }
 // Replicated reports whether the high watermark is moved from outside.
 func (p *Partition) Replicated() bool { return p.replicated.Load() }
 
+// MakeLeader records that this broker leads the partition from leaderEpoch
+// on, as Kafka's Partition.makeLeader: the epoch starts at the log end
+// offset in the leader epoch cache, so that OffsetForLeaderEpoch answers a
+// follower of the previous epoch with where it ended before the new leader
+// appended anything. An epoch not above the cache's latest changes nothing
+// there.
+func (p *Partition) MakeLeader(leaderEpoch int32) error {
+	if p.deleted.Load() {
+		return ErrDeleted
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.SetLeaderEpoch(leaderEpoch)
+	if leaderEpoch <= p.log.LatestEpoch() {
+		return nil
+	}
+	return p.log.AssignEpochStartOffset(leaderEpoch, p.log.LogEndOffset())
+}
+
 // AdvanceHighWatermark moves the leader's high watermark forward to hw,
 // bounded by the log end offset, as Kafka's Partition.maybeIncrementLeaderHW
 // after the replica state machine computed it; a lower hw leaves it. It

@@ -343,3 +343,44 @@ func TestConsumerFollowsHighWatermark(t *testing.T) {
 		}
 	}
 }
+
+func TestMakeLeaderAssignsEpochStart(t *testing.T) {
+	ml := newMemLog()
+	p := New(tp("t", 0), [16]byte{1}, 1, ml)
+	p.Append([]byte("a"))
+	p.Append([]byte("b"))
+	if err := p.MakeLeader(3); err != nil {
+		t.Fatal(err)
+	}
+	// Before the new leader appends, a follower of epoch 1 learns that
+	// epoch 1 ended at 2, and epoch 3 is the latest.
+	if e, o := p.EndOffsetForEpoch(1); e != 1 || o != 2 {
+		t.Fatalf("EndOffsetForEpoch(1) = %d %d", e, o)
+	}
+	if p.LeaderEpoch() != 3 || ml.LatestEpoch() != 3 {
+		t.Fatalf("epoch %d, cache %d", p.LeaderEpoch(), ml.LatestEpoch())
+	}
+	if err := p.MakeLeader(2); err != nil || ml.LatestEpoch() != 3 || len(ml.epochs) != 2 {
+		t.Fatalf("older epoch: %v, cache %+v", err, ml.epochs)
+	}
+}
+
+func TestManagerSyncReplicated(t *testing.T) {
+	m := NewManager(&memLogs{})
+	spec := Spec{TP: tp("a", 0), TopicID: [16]byte{0xa}, Replicated: true}
+	if err := m.Sync([]Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Get(tp("a", 0))
+	if !p.Replicated() {
+		t.Fatal("opened without the replicated flag")
+	}
+	p.Append([]byte("x"))
+	if p.HighWatermark() != 0 {
+		t.Fatalf("a replicated partition's append moved the high watermark to %d", p.HighWatermark())
+	}
+	spec.Replicated = false
+	if err := m.Sync([]Spec{spec}); err != nil || p.Replicated() {
+		t.Fatalf("flag not cleared: %v", err)
+	}
+}
