@@ -398,3 +398,43 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	}
 	m.Close()
 }
+
+// TestTruncateWritesCheckpoints checks that a truncation writes the log
+// dir's checkpoints before it returns (LogManager.truncateTo): a recovery
+// point left beyond the new end would let recovery after a crash skip what
+// was appended after the truncation.
+func TestTruncateWritesCheckpoints(t *testing.T) {
+	c := newFakeClock()
+	dir, m, f := openFollower(t, c, smallConfig())
+	defer m.Close()
+	appendN(t, f, 200)
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) int64 {
+		t.Helper()
+		cp, err := readOffsetCheckpoint(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp[testTP]
+	}
+	if rp := read(recoveryPointFile); rp != 200 {
+		t.Fatalf("recovery point %d before truncating", rp)
+	}
+	if err := f.Truncate(120); err != nil {
+		t.Fatal(err)
+	}
+	if rp := read(recoveryPointFile); rp != 120 {
+		t.Fatalf("recovery point checkpoint %d after truncating to 120", rp)
+	}
+	if err := f.TruncateFullyAndStartAt(500); err != nil {
+		t.Fatal(err)
+	}
+	if rp, start := read(recoveryPointFile), read(logStartOffsetFile); rp != 500 || start != 500 {
+		t.Fatalf("after starting over at 500: recovery point %d, log start %d", rp, start)
+	}
+}

@@ -463,37 +463,43 @@ func (l *Log) deleteSnapshotsOutside(lo, hi int64) error {
 // (TruncateFullyAndStartAt), as Kafka does.
 func (l *Log) Truncate(offset int64) error { return l.truncate(offset, false) }
 
-// truncate is Truncate, or TruncateFullyAndStartAt when full.
+// truncate is Truncate, or TruncateFullyAndStartAt when full. As Kafka's
+// LogManager.truncateTo, the log dir's checkpoints are written before it
+// returns: a recovery point left beyond the new end would let recovery after
+// a crash skip the unflushed appends that follow the truncation.
 func (l *Log) truncate(offset int64, full bool) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
+	cut, err := l.truncateOnce(offset, full)
+	if err != nil || !cut || l.m == nil {
+		return err
+	}
+	return l.m.WriteCheckpoints()
+}
+
+func (l *Log) truncateOnce(offset int64, full bool) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if !full && offset >= l.leo.Load() {
-		return nil
+		return false, nil
 	}
-	full = full || offset < l.segments()[0].base
 	var err error
-	if full {
+	if full || offset < l.segments()[0].base {
 		err = l.truncateFullyLocked(offset)
 	} else {
 		err = l.truncateLocked(offset)
 	}
 	if err != nil {
-		return l.fail(err)
+		return false, l.fail(err)
 	}
 	if leo := l.leo.Load(); l.logStart.Load() > leo {
 		l.logStart.Store(leo)
-		full = true
 	}
-	if full && l.m != nil {
-		l.m.logStartChanged()
-	}
-	return nil
+	return true, nil
 }
 
 func (l *Log) truncateLocked(offset int64) error {

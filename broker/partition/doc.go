@@ -16,11 +16,10 @@
 //     the log end offset.
 //   - Replicated (SetReplicated(true), or Spec.Replicated through the
 //     Manager, set before the partition is published), appends leave it:
-//     a leader moves it
-//     forward with AdvanceHighWatermark from its replica state machine
-//     (broker/replica: the ISR's log end offsets), a follower sets it from
-//     its leader's fetch answer with SetHighWatermark (bounded by its own
-//     log end). New starts it from the log dir's
+//     a leader moves it forward with AdvanceHighWatermark from its replica
+//     state machine (broker/replica: the ISR's log end offsets), a follower
+//     sets it from its leader's fetch answer with SetHighWatermark (bounded
+//     by its own log end). New starts it from the log dir's
 //     replication-offset-checkpoint when the log dir keeps one.
 //
 // MakeLeader starts a new leader epoch at the log end offset in the leader
