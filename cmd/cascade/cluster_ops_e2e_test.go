@@ -231,7 +231,7 @@ func (c *testCluster) stop(id int, within time.Duration) time.Duration {
 // brokerEpoch reads node id's latest broker epoch from its log.
 func (c *testCluster) brokerEpoch(id int) int64 {
 	c.t.Helper()
-	m := regexp.MustCompile(`broker registered .*broker\.epoch=(\d+)`).FindAllStringSubmatch(c.logs[id-1].String(), -1)
+	m := regexp.MustCompile(`broker registered.*broker\.epoch=(\d+)`).FindAllStringSubmatch(c.logs[id-1].String(), -1)
 	if len(m) == 0 {
 		c.t.Fatalf("node %d logged no registration", id)
 	}
