@@ -206,10 +206,12 @@ func (c *testCluster) ctlClient(id int32) *kgo.Broker {
 	return cl.SeedBrokers()[0]
 }
 
-// stop sends SIGTERM to node id and waits (bounded) for a clean exit.
-func (c *testCluster) stop(id int, within time.Duration) time.Duration {
+// stop sends SIGTERM to node id and waits (bounded) for a clean exit; it
+// returns how long that took and what the node logged meanwhile.
+func (c *testCluster) stop(id int, within time.Duration) (time.Duration, string) {
 	c.t.Helper()
 	p := c.procs[id-1]
+	logged := len(c.logs[id-1].String())
 	start := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatal(err)
@@ -225,7 +227,7 @@ func (c *testCluster) stop(id int, within time.Duration) time.Duration {
 	case <-time.After(within):
 		c.t.Fatalf("node %d did not stop within %v of SIGTERM", id, within)
 	}
-	return time.Since(start)
+	return time.Since(start), c.logs[id-1].String()[logged:]
 }
 
 // brokerEpoch reads node id's latest broker epoch from its log.
