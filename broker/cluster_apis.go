@@ -379,4 +379,5 @@ func (n *clusterNode) alterPartition(ctx context.Context, r *kmsg.AlterPartition
 func init() {
 	clusterKeys["auto.leader.rebalance.enable"] = true
 	clusterKeys["leader.imbalance.check.interval.seconds"] = true
+	clusterKeys["controlled.shutdown.enable"] = true // cluster_shutdown.go
 }

@@ -31,13 +31,18 @@ const resignBound = 5 * time.Second
 // leadership to the most caught-up live voter (quorum.TransferLeadership),
 // as Kafka's KafkaRaftClient resigns on shutdown, so the next controller
 // takes over at once instead of after controller.quorum.fetch.timeout.ms.
+//
+// With controlled.shutdown.enable=false the broker side skips the request
+// and stops at once, as Kafka's; the leadership is still handed over.
 func (n *clusterNode) controlledShutdown() {
 	start := time.Now()
-	switch ok, err := n.askToShutDown(n.bc.Cluster.SessionTimeout); {
-	case ok:
-		n.logger.Info("controlled shutdown: the controller let this broker go", "took", time.Since(start))
-	case err != nil:
-		n.logger.Warn("controlled shutdown not approved; stopping anyway", "took", time.Since(start), "err", err)
+	if n.bc.Cluster.ControlledShutdown {
+		switch ok, err := n.askToShutDown(n.bc.Cluster.SessionTimeout); {
+		case ok:
+			n.logger.Info("controlled shutdown: the controller let this broker go", "took", time.Since(start))
+		case err != nil:
+			n.logger.Warn("controlled shutdown not approved; stopping anyway", "took", time.Since(start), "err", err)
+		}
 	}
 	if id, _, ok := n.leader(); !ok || id != n.self {
 		return
