@@ -1,6 +1,11 @@
 package broker
 
 import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,4 +128,28 @@ func timedOutAnswer(wr *wire.Request) (wire.Response, bool) {
 		return wire.Response{}, false
 	}
 	return wire.Response{Msg: resp}, true
+}
+
+// senderGoneWait is how long senderGone looks for the end of a connection.
+const senderGoneWait = time.Millisecond
+
+// senderGone reports whether the broker that forwarded the request just
+// read from conn has closed the connection behind it: it gave up waiting
+// (and answered its client REQUEST_TIMED_OUT), as when this controller was
+// stopped and the request waited in its socket. Running it now would
+// commit a write its client was told had not happened. Kafka's controller
+// runs such a request anyway; Cascade drops it. A connection with more
+// requests buffered, or none yet, is taken as live.
+func senderGone(conn net.Conn, r *bufio.Reader) bool {
+	if r.Buffered() > 0 {
+		return false
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(senderGoneWait)); err != nil {
+		return true
+	}
+	_, err := r.Peek(1)
+	if derr := conn.SetReadDeadline(time.Time{}); derr != nil {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }

@@ -125,6 +125,10 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 		if err != nil {
 			return
 		}
+		if forwardedKeys[h.Key] && senderGone(conn, r) {
+			n.logger.Info("dropped a forwarded request whose sender gave up on it", "api", kmsg.NameForKey(h.Key), "remote", conn.RemoteAddr())
+			return
+		}
 		resp, err := n.handleControllerRequest(h, body, &broker, &epoch)
 		if err != nil {
 			n.logger.Debug("controller request refused", "key", h.Key, "version", h.Version, "err", err)

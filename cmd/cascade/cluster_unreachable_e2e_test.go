@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,8 +21,10 @@ import (
 // controller. It keeps serving produce (acks=all) and fetch for the
 // partitions it leads from its last metadata image; CreateTopics through
 // it is answered REQUEST_TIMED_OUT once the request's timeout passes, and
-// nothing is created. After SIGCONT the cluster serves admin requests
-// again and every acknowledged record is read back.
+// nothing is created: the request it forwarded waited in the stopped
+// controller's socket, and the resumed controller drops it, since the
+// broker had given up on it. After SIGCONT the cluster serves admin
+// requests again and every acknowledged record is read back.
 func TestClusterControllerUnreachable(t *testing.T) {
 	c := startTestCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -96,8 +99,9 @@ func TestClusterControllerUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer only.Close()
-	produce(only, "during", mine)
-
+	// At once, while the survivor still takes the stopped node for the
+	// active controller: the request reaches that node's socket and waits
+	// there, and must not run when the node resumes.
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.TimeoutMillis = 5000
 	ctt := kmsg.NewCreateTopicsRequestTopic()
@@ -114,6 +118,14 @@ func TestClusterControllerUnreachable(t *testing.T) {
 	}
 	t.Logf("CreateTopics through broker %d with no controller reachable: REQUEST_TIMED_OUT after %v", survivor, answered)
 
+	produce(only, "during", mine)
+	got := c.leadersOn(survivor, topic)
+	for _, p := range mine {
+		if got[p] != int32(survivor) {
+			t.Fatalf("the survivor's Metadata for partition %d: leader %d", p, got[p])
+		}
+	}
+
 	resume()
 	resumed := time.Now()
 	waitFor(t, 60*time.Second, "CreateTopics after SIGCONT", func() bool {
@@ -124,6 +136,17 @@ func TestClusterControllerUnreachable(t *testing.T) {
 	})
 	t.Logf("admin requests served again %v after SIGCONT", time.Since(resumed))
 	for _, p := range c.procs {
+		if strings.Contains(c.logs[p.id-1].String(), "dropped a forwarded request whose sender gave up on it") {
+			t.Logf("node %d dropped the forwarded CreateTopics that waited in its socket", p.id)
+		}
+	}
+	// Every node has applied a batch committed after the timed-out
+	// request; none has the topic it asked for.
+	waitFor(t, 30*time.Second, "three brokers after SIGCONT", func() bool { return len(c.liveOn(survivor)) == 3 })
+	for _, p := range c.procs {
+		waitFor(t, 30*time.Second, fmt.Sprintf("node %d seeing after-resume", p.id), func() bool {
+			return len(c.leadersOn(p.id, "after-resume")) == 1
+		})
 		mr := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr("never")
@@ -153,18 +176,18 @@ func TestClusterControllerUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	got := map[string]bool{}
-	for deadline := time.Now().Add(30 * time.Second); len(got) < len(acked) && time.Now().Before(deadline); {
+	read := map[string]bool{}
+	for deadline := time.Now().Add(30 * time.Second); len(read) < len(acked) && time.Now().Before(deadline); {
 		pc, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		cc.PollFetches(pc).EachRecord(func(r *kgo.Record) { got[fmt.Sprintf("%d:%s", r.Partition, r.Value)] = true })
+		cc.PollFetches(pc).EachRecord(func(r *kgo.Record) { read[fmt.Sprintf("%d:%s", r.Partition, r.Value)] = true })
 		pcancel()
 	}
 	for k := range acked {
-		if !got[k] {
+		if !read[k] {
 			t.Errorf("acknowledged record %s not read back", k)
 		}
 	}
-	if len(got) != len(acked) {
-		t.Fatalf("read %d records, %d acknowledged: %v", len(got), len(acked), got)
+	if len(read) != len(acked) {
+		t.Fatalf("read %d records, %d acknowledged: %v", len(read), len(acked), read)
 	}
 }
