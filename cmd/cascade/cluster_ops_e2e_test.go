@@ -25,6 +25,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary cascadeBinary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
 // cascadeBinary builds cmd/cascade once for every test of the package
 // that starts processes.
 func cascadeBinary(t *testing.T) string {
