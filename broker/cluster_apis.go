@@ -3,13 +3,16 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/controller"
+	"github.com/cascade-kafka/cascade/broker/handler"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/quorum"
 	"github.com/cascade-kafka/cascade/broker/wire"
@@ -33,6 +36,9 @@ import (
 //     top-level ErrorCode; v2: flexible).
 //   - AlterPartition: v2-3 on the controller listener only, as Kafka 4.4
 //     (v0-1 were removed by KIP-896); served by controller.AlterPartition.
+//   - DescribeCluster: v0-2 on the controller listener, as Kafka's
+//     ControllerApis (KIP-919): the controllers, for clients bootstrapped
+//     from controllers (kafka-metadata-quorum --bootstrap-controller).
 
 // servedByController are the forwarded keys (forwardedKeys) that the
 // controller's own code answers rather than the handlers'.
@@ -380,4 +386,45 @@ func init() {
 	clusterKeys["auto.leader.rebalance.enable"] = true
 	clusterKeys["leader.imbalance.check.interval.seconds"] = true
 	clusterKeys["controlled.shutdown.enable"] = true // cluster_shutdown.go
+}
+
+// describeControllers answers DescribeCluster on the controller listener as
+// ControllerApis.handleDescribeCluster and AuthHelper's
+// computeDescribeClusterResponse: the voters with their controller
+// listeners and the active controller (-1 when unknown); a request for
+// brokers (v0 asks for nothing else) is MISMATCHED_ENDPOINT_TYPE, from v1,
+// or INVALID_REQUEST in v0; an unknown type is UNSUPPORTED_ENDPOINT_TYPE.
+func (n *clusterNode) describeControllers(r *kmsg.DescribeClusterRequest) *kmsg.DescribeClusterResponse {
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 2
+	resp.ClusterAuthorizedOperations = math.MinInt32
+	typ := r.EndpointType
+	if r.Version == 0 {
+		typ = 1
+	}
+	fail := func(code int16, msg string) *kmsg.DescribeClusterResponse {
+		if r.Version == 0 {
+			code = kerr.InvalidRequest.Code
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp
+	}
+	switch typ {
+	case 2:
+	case 1:
+		return fail(kerr.MismatchedEndpointType.Code, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER")
+	default:
+		return fail(kerr.UnsupportedEndpointType.Code, "Unsupported endpoint type "+strconv.Itoa(int(typ)))
+	}
+	resp.ClusterID = n.clusterID
+	resp.ControllerID = n.ControllerID()
+	for _, v := range n.bc.Cluster.Voters {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = v.ID, v.Host, int32(v.Port)
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = handler.ClusterAuthorizedOps
+	}
+	return resp
 }

@@ -156,6 +156,7 @@ var controllerAPIs = []handler.API{
 	{Key: 43, Min: 0, Max: 2}, // ElectLeaders
 	{Key: 55, Min: 0, Max: 2}, // DescribeQuorum
 	{Key: 56, Min: 2, Max: 3}, // AlterPartition
+	{Key: 60, Min: 0, Max: 2}, // DescribeCluster (KIP-919: the controllers)
 	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
 	{Key: 63, Min: 0, Max: 1}, // BrokerHeartbeat
 	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
@@ -276,6 +277,8 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		return n.electLeaders(n.ctx, r), nil
 	case *kmsg.AlterPartitionRequest:
 		return n.alterPartition(ctx, r), nil
+	case *kmsg.DescribeClusterRequest:
+		return n.describeControllers(r), nil
 	}
 	return nil, fmt.Errorf("api key %d is not served on the controller listener", h.Key)
 }

@@ -33,8 +33,10 @@ func describeQuorumRequest(v int16) *kmsg.DescribeQuorumRequest {
 // commit index, every voter caught up with fetch times, no observers and
 // (v2) the voters' controller listeners; a voter that is not the leader
 // answers NOT_LEADER_OR_FOLLOWER on its controller listener; a request
-// for another partition is UNKNOWN_TOPIC_OR_PARTITION. Kafka's own
-// kafka-metadata-quorum tool then describes the cluster through a broker.
+// for another partition is UNKNOWN_TOPIC_OR_PARTITION; a controller
+// listener's DescribeCluster lists the controllers (KIP-919). Kafka's own
+// kafka-metadata-quorum tool then describes the cluster through a broker
+// and bootstrapped from a controller.
 func TestClusterDescribeQuorum(t *testing.T) {
 	c := startTestCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -129,6 +131,18 @@ func TestClusterDescribeQuorum(t *testing.T) {
 		t.Fatalf("DescribeQuorum of __cluster_metadata-1: %v %+v", err, r)
 	}
 
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.EndpointType = 2
+	dcResp, err := dc.RequestWith(ctx, c.ctlClient(1))
+	if err != nil || dcResp.ErrorCode != 0 || dcResp.EndpointType != 2 || dcResp.ControllerID != ctl || len(dcResp.Brokers) != 3 ||
+		int(dcResp.Brokers[1].Port) != c.ctlPorts[1] {
+		t.Fatalf("DescribeCluster of the controllers: %v %+v", err, dcResp)
+	}
+	dc.EndpointType = 1
+	if r, err := dc.RequestWith(ctx, c.ctlClient(2)); err != nil || r.ErrorCode != kerr.MismatchedEndpointType.Code {
+		t.Fatalf("DescribeCluster of the brokers on a controller listener: %v %+v", err, r)
+	}
+
 	d, err := apachekafka.Ensure(ctx)
 	if err != nil {
 		t.Logf("kafka-metadata-quorum not run: %v", err)
@@ -152,6 +166,18 @@ func TestClusterDescribeQuorum(t *testing.T) {
 	t.Logf("kafka-metadata-quorum describe --replication:\n%s", repl)
 	if n := strings.Count(string(repl), "Follower"); n != 2 || !strings.Contains(string(repl), "Leader") {
 		t.Errorf("--replication lists %d followers, want 2 and a leader", n)
+	}
+	// Bootstrapped from a controller, the tool finds the controllers with
+	// DescribeCluster (KIP-919) and asks the active one.
+	for _, what := range []string{"--status", "--replication"} {
+		out, err := d.Run(ctx, tool, "--bootstrap-controller", "127.0.0.1:"+strconv.Itoa(c.ctlPorts[0]), "describe", what)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kafka-metadata-quorum --bootstrap-controller describe %s:\n%s", what, out)
+		if !strings.Contains(string(out), "Leader") {
+			t.Errorf("--bootstrap-controller describe %s names no leader", what)
+		}
 	}
 }
 
