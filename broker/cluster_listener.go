@@ -30,7 +30,9 @@ var forwardedKeys = map[int16]bool{
 	20: true, // DeleteTopics
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
+	43: true, // ElectLeaders (servedByController)
 	44: true, // IncrementalAlterConfigs
+	55: true, // DescribeQuorum (servedByController)
 }
 
 // controllerErrorCodes maps package controller's sentinels to Kafka codes.
@@ -123,6 +125,10 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 		if err != nil {
 			return
 		}
+		if forwardedKeys[h.Key] && senderGone(conn, r) {
+			n.logger.Info("dropped a forwarded request whose sender gave up on it", "api", kmsg.NameForKey(h.Key), "remote", conn.RemoteAddr())
+			return
+		}
 		resp, err := n.handleControllerRequest(h, body, &broker, &epoch)
 		if err != nil {
 			n.logger.Debug("controller request refused", "key", h.Key, "version", h.Version, "err", err)
@@ -147,6 +153,10 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 // the forwarded ones, with the versions it implements.
 var controllerAPIs = []handler.API{
 	{Key: 18, Min: 0, Max: 4}, // ApiVersions
+	{Key: 43, Min: 0, Max: 2}, // ElectLeaders
+	{Key: 55, Min: 0, Max: 2}, // DescribeQuorum
+	{Key: 56, Min: 2, Max: 3}, // AlterPartition
+	{Key: 60, Min: 0, Max: 2}, // DescribeCluster (KIP-919: the controllers)
 	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
 	{Key: 63, Min: 0, Max: 1}, // BrokerHeartbeat
 	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
@@ -205,7 +215,7 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		return nil, fmt.Errorf("unsupported api key %d version %d", h.Key, h.Version)
 	}
 	req.SetVersion(h.Version)
-	if forwardedKeys[h.Key] {
+	if forwardedKeys[h.Key] && !servedByController[h.Key] {
 		env := n.ctlEnv.Load()
 		if env == nil {
 			return nil, errors.New("controller handlers not started")
@@ -261,6 +271,14 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		resp.ErrorCode, _ = controllerCode(err)
 		resp.ProducerIDStart, resp.ProducerIDLen = first, int32(size)
 		return resp, nil
+	case *kmsg.DescribeQuorumRequest:
+		return n.describeQuorum(ctx, r), nil
+	case *kmsg.ElectLeadersRequest:
+		return n.electLeaders(n.ctx, r), nil
+	case *kmsg.AlterPartitionRequest:
+		return n.alterPartition(ctx, r), nil
+	case *kmsg.DescribeClusterRequest:
+		return n.describeControllers(r), nil
 	}
 	return nil, fmt.Errorf("api key %d is not served on the controller listener", h.Key)
 }

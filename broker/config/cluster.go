@@ -40,6 +40,8 @@ var clusterDefs = []*Def{
 	{Name: "initial.broker.registration.timeout.ms", Type: TypeInt, Default: "60000", HasDefault: true,
 		Validate: atLeast(1), NoEffect: noPeers,
 		Doc: "How long a starting broker waits to register with the controller quorum before it exits."},
+	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Default: "true", HasDefault: true, NoEffect: noPeers,
+		Doc: "Whether a broker that stops cleanly first asks the controller to move its leaderships away and fence it."},
 
 	// Raft quorum (QuorumConfig).
 	{Name: "controller.quorum.election.timeout.ms", Type: TypeInt, Default: "1000", HasDefault: true,
@@ -232,6 +234,7 @@ type Cluster struct {
 	HeartbeatInterval           time.Duration
 	SessionTimeout              time.Duration
 	InitialRegistrationTimeout  time.Duration
+	ControlledShutdown          bool // controlled.shutdown.enable
 	Quorum                      QuorumTimings
 	Replication                 Replication
 	MetadataLog                 MetadataLog
@@ -622,6 +625,7 @@ func (b *Broker) fillCluster() error {
 			c.HeartbeatInterval.Milliseconds(), c.SessionTimeout.Milliseconds())
 	}
 	c.InitialRegistrationTimeout = ms("initial.broker.registration.timeout.ms")
+	c.ControlledShutdown = b.value("controlled.shutdown.enable").(bool)
 	c.Quorum = QuorumTimings{
 		ElectionTimeout:    ms("controller.quorum.election.timeout.ms"),
 		FetchTimeout:       ms("controller.quorum.fetch.timeout.ms"),

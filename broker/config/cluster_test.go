@@ -270,6 +270,7 @@ var kafkaDefaults = map[string]string{
 	"broker.heartbeat.interval.ms":                    "2000",
 	"broker.session.timeout.ms":                       "9000",
 	"initial.broker.registration.timeout.ms":          "60000",
+	"controlled.shutdown.enable":                      "true",
 	"controller.quorum.election.timeout.ms":           "1000",
 	"controller.quorum.fetch.timeout.ms":              "2000",
 	"controller.quorum.election.backoff.max.ms":       "1000",

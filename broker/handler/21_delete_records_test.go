@@ -71,7 +71,7 @@ func TestDescribeClusterHandler(t *testing.T) {
 	resp := call(t, env, r, 2).(*kmsg.DescribeClusterResponse)
 	if resp.ErrorCode != 0 || resp.ClusterID != env.Meta.Image().ClusterID || resp.ClusterID == "" ||
 		resp.ControllerID != 1 || len(resp.Brokers) != 1 || resp.Brokers[0].Host != "127.0.0.1" ||
-		resp.Brokers[0].Port != 9092 || resp.ClusterAuthorizedOperations != clusterAuthorizedOps {
+		resp.Brokers[0].Port != 9092 || resp.ClusterAuthorizedOperations != ClusterAuthorizedOps {
 		t.Fatalf("%+v", resp)
 	}
 	r.IncludeClusterAuthorizedOperations = false

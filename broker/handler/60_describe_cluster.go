@@ -22,8 +22,10 @@ import (
 // operation Kafka's AclEntry supports on the CLUSTER resource.
 func init() { register(60, 0, 2, handleDescribeCluster) }
 
-// AclOperation codes (Kafka's AclOperation) supported on CLUSTER.
-const clusterAuthorizedOps = 1<<5 | // CREATE
+// ClusterAuthorizedOps are the AclOperation codes (Kafka's AclOperation)
+// supported on CLUSTER: what DescribeCluster reports as authorized, on the
+// broker and the controller listener alike.
+const ClusterAuthorizedOps = 1<<5 | // CREATE
 	1<<7 | // ALTER
 	1<<8 | // DESCRIBE
 	1<<9 | // CLUSTER_ACTION
@@ -61,7 +63,7 @@ func handleDescribeCluster(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	if r.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = ClusterAuthorizedOps
 	}
 	return resp, nil
 }

@@ -28,6 +28,11 @@
 //     ErrEntryTooLarge, ErrEmptyEntry, ctx.Err() or ErrStopped; Leader()
 //     and LeaderChanged() follow elections; Close stops it. The
 //     Application's Restore, Apply and Snapshot run on the loop goroutine.
+//   - Describe and TransferLeadership (describe.go) run on the loop: the
+//     leader's view of the quorum for DescribeQuorum (commit index, each
+//     voter's match, Kafka's last-fetch and caught-up times from the
+//     answers the leader steps), and a clean hand-over of the leadership
+//     to the most caught-up live voter before a leader stops.
 //   - TCPTransport: one persistent outbound connection per peer with a
 //     bounded, dropping queue; inbound frames are Kafka-style requests
 //     with the private api key APIKey, so the controller listener can
