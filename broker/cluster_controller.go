@@ -105,6 +105,8 @@ func (a *activeController) activate(term uint64) {
 	cfg.DefaultReplicationFactor = max(1, bc.DefaultReplicationFactor)
 	cfg.AutoLeaderRebalance = bc.Cluster.Replication.AutoLeaderRebalance
 	cfg.LeaderImbalanceCheckInterval = bc.Cluster.Replication.LeaderImbalanceCheckInterval
+	cfg.UncleanLeaderElection = bc.Cluster.Replication.UncleanLeaderElection
+	cfg.UncleanLeaderElectionInterval = bc.Cluster.Replication.UncleanLeaderElectionInterval
 	cfg.Broker = bc
 	c, err := controller.New(cfg)
 	if err != nil {
