@@ -127,12 +127,12 @@ type Core struct {
 	// sinceSnap is the data applied since the last snapshot, for
 	// SnapshotBytes.
 	sinceSnap uint64
-	nextID  uint64
-	pending []pending
-	leader  uint64
-	term    uint64
-	inBatch bool
-	err     error // sticky: raft or storage failed
+	nextID    uint64
+	pending   []pending
+	leader    uint64
+	term      uint64
+	inBatch   bool
+	err       error // sticky: raft or storage failed
 }
 
 // NewCore opens the storage in cfg.Dir and starts raft on it.
