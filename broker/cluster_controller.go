@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -177,13 +178,19 @@ func (a *activeController) tick() {
 }
 
 // probeGone reports broker id gone (controller.BrokerGone) when a dial of
-// its controller listener is refused: the process is not there, as when its
+// its controller listener (a broker-only node's registered listener) is
+// refused: the process is not there, as when its
 // connection to this controller was reset. Any other outcome (it answers,
 // the dial times out) leaves it to its session timeout.
 func (a *activeController) probeGone(id int32, epoch int64) {
 	addr, ok := a.n.voters[uint64(id)]
 	if !ok {
-		return
+		// A broker-only node: the first endpoint it registered.
+		b, found := a.n.ctl.Image().Broker(id)
+		if !found || len(b.Endpoints) == 0 {
+			return
+		}
+		addr = net.JoinHostPort(b.Endpoints[0].Host, strconv.Itoa(int(b.Endpoints[0].Port)))
 	}
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
@@ -323,6 +330,9 @@ func (w *ctlWriter) AlterTopicConfigs(topic string, configs map[string]*string, 
 
 // AllocateProducerIDs reserves a block for this node's own broker side.
 func (w *ctlWriter) AllocateProducerIDs() (int64, int64, error) {
+	if w.a.n.brokerPart == nil {
+		return 0, 0, &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: "a controller-only node has no broker to allocate producer ids for"}
+	}
 	return w.a.allocateProducerIDs(w.a.n.self, w.a.n.epoch.Load())
 }
 
