@@ -164,10 +164,32 @@ func (n *clusterNode) leader() (id int32, addr string, ok bool) {
 	return int32(l), n.voters[l], true
 }
 
-// ControllerID implements handler.Cluster.
+// ControllerID implements handler.Cluster: the id Metadata and
+// DescribeCluster give clients as controller. Clients cannot reach a
+// controller-only node (KIP-590: they send admin requests to a broker,
+// which forwards them), so Kafka's KRaftMetadataCache names a random live
+// broker. Cascade names the active controller while it is a live broker (a
+// combined node, where admin requests then need no forwarding), else this
+// broker, else the lowest live one; -1 while no active controller is
+// known or no broker is live.
 func (n *clusterNode) ControllerID() int32 {
-	id, _, _ := n.leader()
-	return id
+	id, _, ok := n.leader()
+	if !ok {
+		return -1
+	}
+	live := n.LiveBrokers()
+	isLive := func(x int32) bool {
+		return slices.ContainsFunc(live, func(b handler.BrokerAddr) bool { return b.ID == x })
+	}
+	switch {
+	case isLive(id):
+		return id
+	case isLive(n.self):
+		return n.self
+	case len(live) > 0:
+		return live[0].ID
+	}
+	return -1
 }
 
 // CoordinatorID implements handler.Cluster: the lowest voter id, a node

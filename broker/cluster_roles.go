@@ -89,7 +89,6 @@ func (n *clusterNode) startController(ctx context.Context, loggers *logging.Leve
 	if err != nil {
 		return err
 	}
-	n.wg.Go(func() { n.serveController() })
 	app := metaApp{p.ctl}
 	if n.brokerPart != nil {
 		app = metaApp{n.broker, p.ctl}
@@ -105,6 +104,9 @@ func (n *clusterNode) startController(ctx context.Context, loggers *logging.Leve
 	if err != nil {
 		return err
 	}
+	// Served once the quorum member exists: connections that came
+	// earlier wait in the listener's backlog.
+	n.wg.Go(func() { n.serveController() })
 	n.wg.Go(p.active.run)
 	return nil
 }

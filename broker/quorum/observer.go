@@ -286,6 +286,8 @@ func (o *Observer) apply(resp ObserverFetchResponse, next uint64) (uint64, error
 		}
 		next = s.Index + 1
 		o.setApplied(s.Index, resp.Commit)
+		o.cfg.Logger.Info("observer restored a snapshot: its next index was below the voter's log start",
+			"snapshot.index", s.Index, "snapshot.term", s.Term, "bytes", len(s.Data))
 	}
 	if len(resp.Entries) > 0 {
 		if resp.Entries[0].Index < next {
