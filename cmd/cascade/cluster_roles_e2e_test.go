@@ -313,7 +313,14 @@ func TestClusterSplitRoles(t *testing.T) {
 	// it is down push the controllers past a snapshot and a compaction.
 	killed = time.Now()
 	procs[5].kill()
+	// Fenced at once when the active controller held a heartbeat
+	// connection from it (the process-gone probe), else by the 4 s
+	// session timeout: just after a failover it may not have heartbeated
+	// to the new controller yet.
 	fencedIn := waitFor(t, 20*time.Second, "broker 5 fenced", func() bool { return slices.Equal(brokersOn(4), []int32{4}) })
+	if fencedIn > 10*time.Second {
+		t.Fatalf("killed broker 5 fenced only %v after the kill, well past its 4 s session timeout", fencedIn)
+	}
 	t.Logf("kill -9 of broker 5: out of Metadata after %v", fencedIn)
 	var whileDown []string
 	for i := range 6 {
