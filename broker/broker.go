@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 // the keys of clusterKeys.
 func logUnserved(logger *slog.Logger, bc *config.Broker, cluster bool) {
 	for _, n := range bc.NoEffect() {
-		if cluster && clusterKeys[n.Key] {
+		if cluster && clusterKeys[n.Key] || cluster && !bc.Cluster.Roles.Controller && observerKeys[n.Key] {
 			continue
 		}
 		logger.Info("configuration has no effect", "key", n.Key, "value", n.Value, "reason", n.Reason)

@@ -173,6 +173,13 @@ func (n *clusterNode) startObserver(ctx context.Context, loggers *logging.Levels
 	}
 }
 
+// observerKeys are the keys a broker-only node honours beyond clusterKeys:
+// its initial catch-up bound and the pause between voters it fetches from.
+var observerKeys = map[string]bool{
+	"initial.broker.registration.timeout.ms": true,
+	"controller.quorum.retry.backoff.ms":     true,
+}
+
 // observerWait is how long a voter holds a broker-only node's fetch while
 // nothing new commits, as Kafka's observers' fetch wait
 // (controller.quorum.fetch.timeout.ms bounds it; KafkaRaftClient's fetch
