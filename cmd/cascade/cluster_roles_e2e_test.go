@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,6 +369,27 @@ func TestClusterSplitRoles(t *testing.T) {
 			t.Fatalf("partition %d after broker 5's restart: %v", p, got)
 		}
 	}
-	t.Logf("broker 5 restarted after a controller snapshot: caught up from it and listed again %v after the restart (%v since the kill); whole test %v",
-		backIn, time.Since(killed), time.Since(began))
+	t.Logf("broker 5 restarted after a controller snapshot: caught up from it and listed again %v after the restart (%v since the kill)",
+		backIn, time.Since(killed))
+
+	// SIGTERM stops brokers and controllers cleanly (exit status 0).
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, p := range procs {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case err := <-done:
+			p.cmd = nil
+			if err != nil {
+				t.Errorf("node %d stopped with %v", id, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("node %d did not stop within 20 s of SIGTERM", id)
+		}
+	}
+	t.Logf("whole test %v", time.Since(began))
 }
