@@ -238,7 +238,8 @@ type Cluster struct {
 }
 
 // Standalone reports whether the configuration describes one combined node
-// that is its own only controller: the only cluster Cascade runs today.
+// that is its own only controller: the single node, which runs its metadata
+// quorum in-process.
 func (c *Cluster) Standalone() bool {
 	return c.Roles.Combined() && len(c.BootstrapServers) <= 1 &&
 		(len(c.Voters) == 0 || len(c.Voters) == 1 && c.Voters[0].ID == c.NodeID)
