@@ -179,9 +179,9 @@ func (a *activeController) tick() {
 
 // probeGone reports broker id gone (controller.BrokerGone) when a dial of
 // its controller listener (a broker-only node's registered listener) is
-// refused: the process is not there, as when its
-// connection to this controller was reset. Any other outcome (it answers,
-// the dial times out) leaves it to its session timeout.
+// refused (dialRefused): the process is not there, as when its connection
+// to this controller was reset. Any other outcome (it keeps answering, the
+// dial times out) leaves it to its session timeout.
 func (a *activeController) probeGone(id int32, epoch int64) {
 	addr, ok := a.n.voters[uint64(id)]
 	if !ok {
@@ -192,15 +192,10 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 		}
 		addr = net.JoinHostPort(b.Endpoints[0].Host, strconv.Itoa(int(b.Endpoints[0].Port)))
 	}
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		conn.Close()
+	if !dialRefused(a.n.ctx, addr) {
 		return
 	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return
-	}
-	err = a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
+	err := a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
 		if b, ok := img.Broker(id); !ok || b.Fenced {
 			return nil, nil
 		}
@@ -210,6 +205,33 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 		a.n.logger.Info("fenced a broker whose process is gone", "broker", id, "epoch", epoch)
 	} else if !errors.Is(err, metadata.ErrNotController) {
 		a.n.logger.Info("broker gone not applied", "broker", id, "err", err)
+	}
+}
+
+// dialRefused reports whether a dial of addr is refused, probing up to
+// three times 100 ms apart while the dial succeeds or is reset: a process
+// killed at once closes its sockets in no set order, so the connection
+// whose end started the probe may close while its listener still accepts
+// (or resets what it had accepted).
+func dialRefused(ctx context.Context, addr string) bool {
+	for attempt := 0; ; attempt++ {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return true
+		case err == nil:
+			conn.Close()
+		case !errors.Is(err, syscall.ECONNRESET):
+			return false // a timeout: not known to be gone
+		}
+		if attempt == 2 {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -305,7 +305,15 @@ func TestClusterSplitRoles(t *testing.T) {
 		t.Fatalf("killed broker 5 fenced only %v after the kill, well past its 4 s session timeout", fencedIn)
 	}
 	if fencedIn > 3*time.Second {
-		t.Logf("killed broker 5 was fenced after %v, by its session timeout, not at once", fencedIn)
+		var said []string
+		for id := 1; id <= nCtl; id++ {
+			for _, l := range strings.Split(logs[id].String(), "\n") {
+				if strings.Contains(l, "fenced") || strings.Contains(l, "gone") {
+					said = append(said, l)
+				}
+			}
+		}
+		t.Logf("killed broker 5 was fenced after %v, by its session timeout, not at once; the controllers said:\n%s", fencedIn, strings.Join(said, "\n"))
 	}
 	t.Logf("kill -9 of broker 5: out of Metadata after %v", fencedIn)
 	var whileDown []string
