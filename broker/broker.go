@@ -94,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: log.dirs is empty")
 	}
 	listeners := bc.BrokerListeners()
-	if len(listeners) == 0 {
+	if len(listeners) == 0 && bc.Cluster.Roles.Broker {
 		return nil, errors.New("broker: no client listener in listeners")
 	}
 	b := &Broker{cfg: cfg, logger: cfg.Logger, serveDone: make(chan struct{})}
@@ -108,6 +108,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("broker: creating log dir: %w", err)
 		}
+	}
+	if !bc.Cluster.Roles.Broker {
+		if err := b.startControllerOnly(ctx, loggers); err != nil {
+			return nil, err
+		}
+		ok = true
+		return b, nil
 	}
 	var err error
 	clusterID := ""
@@ -243,7 +250,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 // the keys of clusterKeys.
 func logUnserved(logger *slog.Logger, bc *config.Broker, cluster bool) {
 	for _, n := range bc.NoEffect() {
-		if cluster && clusterKeys[n.Key] {
+		if cluster && clusterKeys[n.Key] || cluster && !bc.Cluster.Roles.Controller && observerKeys[n.Key] {
 			continue
 		}
 		logger.Info("configuration has no effect", "key", n.Key, "value", n.Value, "reason", n.Reason)
@@ -364,8 +371,14 @@ func (b *Broker) partitionStats() []metrics.PartitionStat {
 }
 
 // Addr returns the bound client listener address (host:port), the
-// bootstrap address clients use.
-func (b *Broker) Addr() string { return b.ln.Addr().String() }
+// bootstrap address clients use; on a controller-only node, which has no
+// client listener, the controller listener's.
+func (b *Broker) Addr() string {
+	if b.ln == nil && b.cluster != nil {
+		return b.cluster.ln.Addr().String()
+	}
+	return b.ln.Addr().String()
+}
 
 // AdminAddr returns the bound admin listener address, or "" when disabled.
 func (b *Broker) AdminAddr() string {

@@ -11,29 +11,31 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/handler"
 	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/quorum"
-	"github.com/cascade-kafka/cascade/broker/wire"
 )
 
-// clusterNode is the cluster half of a combined broker,controller node of
-// a multi-voter quorum: the metadata quorum (quorum.Node over the
-// controller listener), the two replica metadata stores it feeds, the
-// active controller that runs while this node is the raft leader, and the
-// broker lifecycle (registration, heartbeats) against whichever node is.
+// clusterNode is the cluster half of a node of a multi-node KRaft cluster,
+// composed of the parts its process.roles name (cluster_roles.go): a
+// controller part (controller and combined nodes: a voter of the metadata
+// quorum over the controller listener, the ctl replica store it feeds, and
+// the active controller that runs while this node is the raft leader) and
+// a broker part (broker and combined nodes: the broker replica store, the
+// broker lifecycle of registration and heartbeats against the active
+// controller, and forwarding of admin requests to it). A broker-only node
+// is no voter: it follows the committed log as a quorum.Observer.
 //
-// Two stores see the same committed batches: broker is the broker side's
-// (partitions, handlers), whose writes go to the active controller wherever
-// it is; ctl is the controller listener's, whose writes run on this node's
-// active controller or fail with NOT_CONTROLLER. The handler code that
-// validates and answers CreateTopics and the other forwarded admin
-// requests is the same for both; only where the write lands differs.
+// On a combined node both stores see the same committed batches: broker is
+// the broker side's (partitions, handlers), whose writes go to the active
+// controller wherever it is; ctl is the controller listener's, whose
+// writes run on this node's active controller or fail with NOT_CONTROLLER.
+// The handler code that validates and answers CreateTopics and the other
+// forwarded admin requests is the same for both; only where the write
+// lands differs.
 type clusterNode struct {
 	bc        *config.Broker
 	logger    *slog.Logger
@@ -41,27 +43,12 @@ type clusterNode struct {
 	voters    map[uint64]string
 	self      int32
 
-	broker *metadata.Store
-	ctl    *metadata.Store
-	tr     *quorum.TCPTransport
-	raft   *quorum.Node
-	ln     net.Listener
-	active *activeController
-
-	env    atomic.Pointer[handler.Env] // the broker side's, once Start built it
-	ctlEnv atomic.Pointer[handler.Env] // env with Meta = ctl
-
-	heartbeats *ctlClient // broker lifecycle requests
-	forwards   *ctlClient // forwarded admin requests and auto-creation
-
-	epoch atomic.Int64 // this broker's epoch; -1 until registered
+	*controllerPart // nil on a broker-only node
+	*brokerPart     // nil on a controller-only node
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
 }
 
 // clusterKeys are the keys config marks as having no effect on the single
@@ -94,31 +81,24 @@ func clusterIDFor(bc *config.Broker) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-// startClusterNode binds the controller listener, opens the metadata
-// quorum under log.dirs[0] and starts the active-controller watcher. The
-// broker side starts later (startBrokerSide), once the client listener is
-// bound and the handlers exist.
+// startClusterNode starts the parts of the node that process.roles
+// names: a controller binds the controller listener, opens the metadata
+// quorum under log.dirs[0] and starts the active-controller watcher; a
+// broker-only node follows the quorum as an observer and returns once it
+// has caught up. The broker side's lifecycle starts later
+// (startBrokerSide), once the client listener is bound and the handlers
+// exist.
 func startClusterNode(ctx context.Context, bc *config.Broker, loggers *logging.Levels) (*clusterNode, error) {
 	c := &bc.Cluster
-	if len(c.ControllerListeners) == 0 {
-		return nil, errors.New("broker: a controller needs a controller listener (controller.listener.names)")
-	}
 	n := &clusterNode{bc: bc, logger: loggers.Logger("cascade.cluster"), clusterID: clusterIDFor(bc),
-		voters: map[uint64]string{}, self: bc.NodeID, conns: map[net.Conn]struct{}{}}
-	n.epoch.Store(-1)
+		voters: map[uint64]string{}, self: bc.NodeID}
 	for _, v := range c.Voters {
 		n.voters[uint64(v.ID)] = v.Addr()
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.broker = metadata.NewReplica(&brokerWriter{n: n}, metadata.Options{Broker: bc, Logger: loggers.Logger("cascade.metadata")})
-	n.active = newActiveController(n)
-	n.ctl = metadata.NewReplica(&ctlWriter{a: n.active}, metadata.Options{Broker: bc, Logger: loggers.Logger("cascade.metadata")})
-	timeout := c.Quorum.RequestTimeout
-	if timeout <= 0 {
-		timeout = 2 * time.Second
+	if c.Roles.Broker {
+		n.brokerPart = newBrokerPart(n, loggers)
 	}
-	n.heartbeats = newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout)
-	n.forwards = newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second)
 	ok := false
 	defer func() {
 		if !ok {
@@ -126,63 +106,47 @@ func startClusterNode(ctx context.Context, bc *config.Broker, loggers *logging.L
 		}
 	}()
 	var err error
-	n.ln, err = wire.Listen(ctx, c.ControllerListeners[0].Addr(), int(bc.SocketReceiveBufferBytes))
-	if err != nil {
-		return nil, fmt.Errorf("broker: controller listener: %w", err)
+	if c.Roles.Controller {
+		err = n.startController(ctx, loggers)
+	} else {
+		err = n.startObserver(ctx, loggers)
 	}
-	n.tr, err = quorum.NewTCPTransport(quorum.TransportConfig{NodeID: uint64(n.self), Voters: n.voters,
-		ClusterID: n.clusterID, Logger: loggers.Logger("cascade.quorum")})
-	if err != nil {
-		return nil, err
-	}
-	timing, err := quorum.TimingFromKafka(int(c.Quorum.ElectionTimeout.Milliseconds()), int(c.Quorum.FetchTimeout.Milliseconds()), quorum.DefaultTickInterval)
 	if err != nil {
 		return nil, err
 	}
-	n.wg.Go(func() { n.serveController() })
-	n.raft, err = quorum.Open(quorum.Config{NodeID: uint64(n.self), Voters: n.voters,
-		Dir: metadataDir(bc) + "/raft", ClusterID: n.clusterID, Timing: timing,
-		Logger: loggers.Logger("cascade.quorum")}, metaApp{n.broker, n.ctl}, n.tr)
-	if err != nil {
-		return nil, err
-	}
-	n.wg.Go(n.active.run)
 	ok = true
 	return n, nil
 }
 
 // startBrokerSide starts the broker lifecycle once env (the client
-// listener's handlers) exists.
+// listener's handlers) exists. On a combined node the controller listener
+// answers forwarded requests with the same handlers over the ctl store.
 func (n *clusterNode) startBrokerSide(env *handler.Env) {
 	n.env.Store(env)
-	ce := *env
-	ce.Meta = n.ctl
-	n.ctlEnv.Store(&ce)
+	if n.controllerPart != nil {
+		ce := *env
+		ce.Meta = n.ctl
+		n.ctlEnv.Store(&ce)
+	}
 	n.wg.Go(n.runLifecycle)
 }
 
-// close stops the broker lifecycle, the controller, the quorum and the
-// controller listener.
+// close stops the broker lifecycle, the controller, the quorum (or the
+// observer) and the controller listener.
 func (n *clusterNode) close() error {
 	n.cancel()
 	var errs []error
-	if n.ln != nil {
-		errs = append(errs, n.ln.Close())
+	if n.controllerPart != nil {
+		errs = append(errs, n.controllerPart.close())
 	}
-	n.connsMu.Lock()
-	for c := range n.conns {
-		c.Close()
-	}
-	n.connsMu.Unlock()
-	if n.raft != nil {
-		errs = append(errs, n.raft.Close())
-	}
-	if n.tr != nil {
-		errs = append(errs, n.tr.Close())
+	if n.brokerPart != nil && n.observer != nil {
+		errs = append(errs, n.observer.Close())
 	}
 	n.wg.Wait()
-	n.heartbeats.close()
-	n.forwards.close()
+	if n.brokerPart != nil {
+		n.heartbeats.close()
+		n.forwards.close()
+	}
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, quorum.ErrStopped) {
 		return err
 	}
@@ -193,17 +157,39 @@ func (n *clusterNode) close() error {
 // address as this node's quorum member knows them; ok is false while no
 // leader is known.
 func (n *clusterNode) leader() (id int32, addr string, ok bool) {
-	l, _ := n.raft.Leader()
+	l := n.leaderID()
 	if l == 0 {
 		return -1, "", false
 	}
 	return int32(l), n.voters[l], true
 }
 
-// ControllerID implements handler.Cluster.
+// ControllerID implements handler.Cluster: the id Metadata and
+// DescribeCluster give clients as controller. Clients cannot reach a
+// controller-only node (KIP-590: they send admin requests to a broker,
+// which forwards them), so Kafka's KRaftMetadataCache names a random live
+// broker. Cascade names the active controller while it is a live broker (a
+// combined node, where admin requests then need no forwarding), else this
+// broker, else the lowest live one; -1 while no active controller is
+// known or no broker is live.
 func (n *clusterNode) ControllerID() int32 {
-	id, _, _ := n.leader()
-	return id
+	id, _, ok := n.leader()
+	if !ok {
+		return -1
+	}
+	live := n.LiveBrokers()
+	isLive := func(x int32) bool {
+		return slices.ContainsFunc(live, func(b handler.BrokerAddr) bool { return b.ID == x })
+	}
+	switch {
+	case isLive(id):
+		return id
+	case isLive(n.self):
+		return n.self
+	case len(live) > 0:
+		return live[0].ID
+	}
+	return -1
 }
 
 // CoordinatorID implements handler.Cluster: the lowest voter id, a node

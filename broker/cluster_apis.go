@@ -127,10 +127,18 @@ func kafkaMessage(code int16) *string {
 }
 
 // quorumObservers are the metadata log's observers for DescribeQuorum: the
-// brokers that fetch it without a vote. Every node of this cluster is a
-// voter, so there are none; a cluster with broker-only nodes lists the
-// quorum's observers here.
-func (n *clusterNode) quorumObservers() []quorum.ReplicaState { return nil }
+// broker-only nodes that fetched it from this voter (the leader, which
+// observers prefer) in the last observer session, in id order. An
+// observer's log end offset is the last index it holds.
+func (n *clusterNode) quorumObservers() []quorum.ReplicaState {
+	obs := n.raft.Observers()
+	slices.SortFunc(obs, func(a, b quorum.ObserverState) int { return int(a.ID - b.ID) })
+	out := make([]quorum.ReplicaState, 0, len(obs))
+	for _, o := range obs {
+		out = append(out, quorum.ReplicaState{ID: uint64(o.ID), LogEndOffset: o.LogEndOffset, LastFetch: o.LastFetch, LastCaughtUp: o.LastCaughtUp})
+	}
+	return out
+}
 
 // describeQuorum answers DescribeQuorum as KafkaRaftClient's
 // handleDescribeQuorumRequest: a request that names anything but

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -184,38 +185,21 @@ func (a *activeController) tick() {
 }
 
 // probeGone reports broker id gone (controller.BrokerGone) when a dial of
-// its controller listener is refused: the process is not there, as when its
-// connection to this controller was reset. A process being killed closes
-// its connections before its listener, so a dial that connects right after
-// the reset proves nothing: the probe dials again a few times over
-// goneProbeWaits and a refusal at any of them counts. A dial that times
-// out leaves the broker to its session timeout, as one that is only
-// unreachable.
+// its controller listener (a broker-only node's registered listener) is
+// refused (dialRefused): the process is not there, as when its connection
+// to this controller was reset. Any other outcome (it keeps answering, the
+// dial times out) leaves it to its session timeout.
 func (a *activeController) probeGone(id int32, epoch int64) {
 	addr, ok := a.n.voters[uint64(id)]
 	if !ok {
-		return
+		// A broker-only node: the first endpoint it registered.
+		b, found := a.n.ctl.Image().Broker(id)
+		if !found || len(b.Endpoints) == 0 {
+			return
+		}
+		addr = net.JoinHostPort(b.Endpoints[0].Host, strconv.Itoa(int(b.Endpoints[0].Port)))
 	}
-	refused := false
-	for i, wait := range goneProbeWaits {
-		if i > 0 {
-			select {
-			case <-a.n.ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			continue
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			refused = true
-		}
-		break
-	}
-	if !refused {
+	if !dialRefused(a.n.ctx, addr) {
 		return
 	}
 	err := a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
@@ -231,7 +215,32 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 	}
 }
 
-// goneProbeWaits are the pauses before each of probeGone's dials: about
+// dialRefused reports whether a dial of addr is refused, probing again
+// after each of goneProbeWaits while the dial succeeds or is reset: a
+// process killed at once closes its sockets in no set order, so the
+// connection whose end started the probe may close while its listener
+// still accepts (or resets what it had accepted).
+func dialRefused(ctx context.Context, addr string) bool {
+	for _, wait := range goneProbeWaits {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return true
+		case err == nil:
+			conn.Close()
+		case !errors.Is(err, syscall.ECONNRESET):
+			return false // a timeout: not known to be gone
+		}
+	}
+	return false
+}
+
+// goneProbeWaits are the pauses before each of dialRefused's dials: about
 // two seconds in all, well inside any session timeout.
 var goneProbeWaits = []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
@@ -352,6 +361,9 @@ func (w *ctlWriter) AlterTopicConfigs(topic string, configs map[string]*string, 
 
 // AllocateProducerIDs reserves a block for this node's own broker side.
 func (w *ctlWriter) AllocateProducerIDs() (int64, int64, error) {
+	if w.a.n.brokerPart == nil {
+		return 0, 0, &metadata.Error{Kind: metadata.ErrInvalidRequest, Message: "a controller-only node has no broker to allocate producer ids for"}
+	}
 	return w.a.allocateProducerIDs(w.a.n.self, w.a.n.epoch.Load())
 }
 

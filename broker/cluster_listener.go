@@ -120,6 +120,12 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 				return
 			}
 			continue
+		} else if key == quorum.ObserverFetchAPIKey {
+			if err := n.answerObserver(w, frame); err != nil {
+				n.logger.Debug("observer fetch refused", "remote", conn.RemoteAddr(), "err", err)
+				return
+			}
+			continue
 		}
 		h, body, err := wire.ParseRequestHeader(frame)
 		if err != nil {
@@ -147,6 +153,19 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 			}
 		}
 	}
+}
+
+// answerObserver answers a broker-only node's metadata fetch (a long poll:
+// it may wait for the next commit) and flushes the answer.
+func (n *clusterNode) answerObserver(w *bufio.Writer, frame []byte) error {
+	out, err := n.raft.HandleObserverFrame(n.ctx, frame)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // controllerAPIs are the Kafka APIs the controller listener serves beside

@@ -3,15 +3,23 @@
 // the metadata image, serves the Kafka protocol on the client listener and,
 // when configured, Prometheus metrics and pprof on the admin listener.
 //
-// A node whose controller.quorum.voters names several voters is a combined
-// broker,controller node of a cluster (cluster.go). Its controller listener
-// (cluster_listener.go) carries the metadata quorum's raft frames (api key
-// quorum.APIKey) and Kafka requests: BrokerRegistration, BrokerHeartbeat
-// and AllocateProducerIds from brokers, and the admin requests brokers
-// forward. The metadata log is the quorum's raft log: the raft leader runs
+// A node whose controller.quorum.voters names several voters (or that is
+// not combined) is a node of a cluster (cluster.go), composed of the parts
+// its process.roles name (cluster_roles.go): a controller part (a voter of
+// the quorum, its controller listener, the active controller) and a broker
+// part (partitions, handlers, lifecycle, forwarding). A combined node has
+// both. A controller-only node (controller_node.go) serves the controller
+// listener alone; a broker-only node is no voter and follows the committed
+// log as a quorum.Observer over the voters' controller listeners. The
+// controller listener (cluster_listener.go) carries the metadata quorum's
+// raft frames (api key quorum.APIKey), the metadata fetches of broker-only
+// nodes (quorum.ObserverFetchAPIKey) and Kafka requests:
+// BrokerRegistration, BrokerHeartbeat and AllocateProducerIds from
+// brokers, and the admin requests brokers forward. The metadata log is the quorum's raft log: the raft leader runs
 // package controller (cluster_controller.go), proposing one batch at a
-// time, and every node applies committed batches to two replica metadata
-// stores (metadata.NewReplica): the broker side's, which drives partitions
+// time, and every combined node applies committed batches to two replica
+// metadata stores (metadata.NewReplica; a controller-only or broker-only
+// node has the one of its part): the broker side's, which drives partitions
 // and the client handlers, and the controller listener's, whose writes run
 // on the local active controller or answer NOT_CONTROLLER. The broker side
 // (cluster_broker.go) registers with the active controller, heartbeats,
@@ -21,7 +29,7 @@
 // AlterConfigs and IncrementalAlterConfigs to the active controller's
 // listener as the client sent them (same key, version and body) and relays
 // the answer, retrying on NOT_CONTROLLER against the leader its quorum
-// member then knows, for up to 30 s. Kafka wraps them in Envelope (58) to
+// member (or observer) then knows, for up to 30 s. Kafka wraps them in Envelope (58) to
 // carry the client's principal and address for authorisation and quotas;
 // Cascade has neither yet, so the envelope would carry nothing the
 // controller uses. The controller answers them with the same handler code

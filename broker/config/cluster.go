@@ -241,7 +241,8 @@ type Cluster struct {
 }
 
 // Standalone reports whether the configuration describes one combined node
-// that is its own only controller: the only cluster Cascade runs today.
+// that is its own only controller: the single node, which runs its metadata
+// quorum in-process.
 func (c *Cluster) Standalone() bool {
 	return c.Roles.Combined() && len(c.BootstrapServers) <= 1 &&
 		(len(c.Voters) == 0 || len(c.Voters) == 1 && c.Voters[0].ID == c.NodeID)
@@ -278,21 +279,26 @@ func notRunnablef(format string, args ...any) error {
 }
 
 // CheckRunnable refuses what Cascade's node cannot run yet although Kafka
-// would: anything but combined broker,controller nodes (one alone, or
-// voters of a static controller.quorum.voters quorum whose partitions have
-// one replica each), a dynamic quorum, replication factors above 1, and
-// metadata log settings. Load and New call it; LoadCluster and NewCluster
-// do not. The errors match ErrNotRunnable.
+// would: a dynamic quorum (controller.quorum.bootstrap.servers of more
+// than one controller, or a node of a multi-node cluster without
+// controller.quorum.voters), replication factors above 1, and metadata log
+// settings other than metadata.log.max.record.bytes.between.snapshots on a
+// cluster node. Every role Kafka runs is runnable: a combined
+// broker,controller node (alone or a voter of a static quorum), a
+// controller-only voter and a broker-only node that follows the voters.
+// Load and New call it; LoadCluster and NewCluster do not. The errors
+// match ErrNotRunnable.
 func (b *Broker) CheckRunnable() error {
 	c := &b.Cluster
-	if !c.Roles.Combined() {
-		return notRunnablef("process.roles=%s: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet", c.Roles)
-	}
-	if len(c.Voters) > 1 && !slices.ContainsFunc(c.Voters, func(v Voter) bool { return v.ID == c.NodeID }) {
-		return notRunnablef("controller.quorum.voters: node.id %d is not a voter; Cascade runs only combined nodes that are voters of the quorum", c.NodeID)
+	if c.Roles.Controller && len(c.Voters) > 1 && !slices.ContainsFunc(c.Voters, func(v Voter) bool { return v.ID == c.NodeID }) {
+		return notRunnablef("controller.quorum.voters: node.id %d is not a voter; Cascade runs only controllers that are voters of the quorum", c.NodeID)
 	}
 	if n := len(c.BootstrapServers); n > 1 {
 		return notRunnablef("controller.quorum.bootstrap.servers: Cascade runs a single node; a quorum bootstrapped from %d controllers is not supported yet", n)
+	}
+	if !c.Roles.Combined() && len(c.Voters) == 0 {
+		return notRunnablef("process.roles=%s: Cascade finds the controllers of a %s-only node in controller.quorum.voters; "+
+			"a dynamic quorum found through controller.quorum.bootstrap.servers is not supported yet", c.Roles, c.Roles)
 	}
 	// One node holds one replica: a larger factor could never be met, so
 	// it is refused rather than leaving topics or coordinators unavailable.
@@ -308,6 +314,9 @@ func (b *Broker) CheckRunnable() error {
 		}
 	}
 	for _, key := range metadataLogKeys {
+		if key == "metadata.log.max.record.bytes.between.snapshots" && !c.Standalone() {
+			continue // the quorum snapshots by it
+		}
 		if v, ok := b.set[key]; ok {
 			return notRunnablef("%s=%s: Cascade's single node keeps its metadata log in its own format under "+
 				"log.dirs and does not configure it yet", key, v)

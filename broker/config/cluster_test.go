@@ -109,13 +109,17 @@ func TestClusterSplitNodes(t *testing.T) {
 			t.Fatalf("broker %d replication %+v", id, r)
 		}
 	}
-	if _, err := Load("testdata/kraft-controller.properties", nil); err == nil ||
-		err.Error() != "process.roles=controller: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet" {
+	// Split roles run; the broker's replication factor of 3 does not yet.
+	if b, err := Load("testdata/kraft-controller.properties", nil); err != nil || b.Cluster.Roles.String() != "controller" {
 		t.Fatalf("controller Load: %v", err)
 	}
-	if _, err := Load("testdata/kraft-broker.properties", nil); err == nil ||
-		err.Error() != "process.roles=broker: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet" {
+	if _, err := Load("testdata/kraft-broker.properties", nil); err == nil || !errors.Is(err, ErrNotRunnable) ||
+		err.Error() != "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica" {
 		t.Fatalf("broker Load: %v", err)
+	}
+	if b, err := Load("testdata/kraft-broker.properties", []string{"default.replication.factor=1", "metadata.log.max.record.bytes.between.snapshots=4096"}); err != nil ||
+		b.Cluster.Roles.String() != "broker" || b.Cluster.MetadataLog.SnapshotMaxNewRecordBytes != 4096 {
+		t.Fatalf("broker Load with RF 1: %v", err)
 	}
 }
 
@@ -259,6 +263,24 @@ func TestCheckRunnable(t *testing.T) {
 	three := append(append([]string(nil), single...), "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095")
 	if b, err := LoadCluster("", three); err != nil || b.CheckRunnable() != nil {
 		t.Fatalf("a combined voter of three: %v, %v", err, b.CheckRunnable())
+	}
+	// Split roles of a static quorum run, and the snapshot interval is
+	// honoured on a node of a cluster (not on the single node).
+	voters := "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
+	for _, ov := range [][]string{
+		{"process.roles=controller", "node.id=1", "listeners=CONTROLLER://127.0.0.1:9093", "controller.listener.names=CONTROLLER", voters},
+		{"process.roles=broker", "node.id=4", "listeners=PLAINTEXT://127.0.0.1:9092", "controller.listener.names=CONTROLLER", voters},
+		{"process.roles=broker", "node.id=4", "listeners=PLAINTEXT://127.0.0.1:9092", "controller.listener.names=CONTROLLER", voters,
+			"metadata.log.max.record.bytes.between.snapshots=1024"},
+		append(append([]string(nil), three...), "metadata.log.max.record.bytes.between.snapshots=1024"),
+	} {
+		if b, err := LoadCluster("", ov); err != nil || b.CheckRunnable() != nil {
+			t.Fatalf("%v: %v, %v", ov, err, b.CheckRunnable())
+		}
+	}
+	b, err := LoadCluster("", append(append([]string(nil), single...), "metadata.log.max.record.bytes.between.snapshots=1024"))
+	if err != nil || !errors.Is(b.CheckRunnable(), ErrNotRunnable) {
+		t.Fatalf("the single node with a snapshot interval: %v, %v", err, b.CheckRunnable())
 	}
 }
 

@@ -151,7 +151,7 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"listeners=SSL://:9093"}, "Invalid value SSL://:9093 for configuration listeners: listener SSL uses security protocol SSL, which Cascade does not implement"},
 		{[]string{"listeners=PLAINTEXT:9092"}, "Invalid value PLAINTEXT:9092 for configuration listeners: Unable to parse PLAINTEXT:9092 to a broker endpoint"},
 		{[]string{"cluster.id=abc"}, "--override cluster.id=abc: Invalid value abc for configuration cluster.id: not a Kafka cluster id (22 characters of URL-safe base64 encoding 16 bytes)"},
-		{[]string{"process.roles=broker", "node.id=2", "controller.quorum.voters=1@c:9093", "controller.listener.names=CONTROLLER"}, "process.roles=broker: Cascade runs only combined broker,controller nodes; it does not run broker-only or controller-only nodes yet"},
+		{[]string{"process.roles=broker", "node.id=2", "controller.quorum.bootstrap.servers=c:9093", "controller.listener.names=CONTROLLER"}, "process.roles=broker: Cascade finds the controllers of a broker-only node in controller.quorum.voters; a dynamic quorum found through controller.quorum.bootstrap.servers is not supported yet"},
 		{[]string{"log.cleaner.min.compaction.lag.ms=10", "log.cleaner.max.compaction.lag.ms=5"}, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5): invalid config"},
 	}
 	for _, c := range cases {

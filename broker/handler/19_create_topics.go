@@ -163,8 +163,12 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 
 // unopenedPartition returns the first partition of t led by this node whose
 // log could not be opened when the metadata naming it was committed, with
-// the error, or nil.
+// the error, or nil. A node without partitions (process.roles=controller)
+// has none.
 func unopenedPartition(env *Env, t *metadata.Topic) error {
+	if env.Partitions == nil {
+		return nil
+	}
 	for _, p := range t.Partitions {
 		if p.Leader != env.NodeID {
 			continue

@@ -93,10 +93,20 @@ type Config struct {
 	// SnapshotEntries is how many applied entries trigger a snapshot;
 	// zero means 10000.
 	SnapshotEntries uint64
+	// SnapshotBytes, when positive, also triggers a snapshot once the
+	// data of the entries applied since the last one reaches it, as
+	// Kafka's metadata.log.max.record.bytes.between.snapshots; zero
+	// means entries alone decide.
+	SnapshotBytes uint64
 	// RetainEntries is how many entries before a snapshot stay in the log
-	// for followers that are only slightly behind; zero means
-	// SnapshotEntries/10.
+	// for followers and observers that are only slightly behind; zero
+	// means SnapshotEntries/10.
 	RetainEntries uint64
+	// RetainBytes, when positive, further bounds the entries kept before
+	// a snapshot to those whose data fits in it; zero means RetainEntries
+	// alone decides. A member further behind catches up from the
+	// snapshot.
+	RetainBytes uint64
 	// MaxSizePerMsg bounds the entries in one append message; zero means
 	// 1 MiB.
 	MaxSizePerMsg uint64

@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -123,12 +124,15 @@ type Core struct {
 	restore *Snapshot // the stored snapshot, released by the first Ready
 	applied uint64
 	snapIdx uint64
-	nextID  uint64
-	pending []pending
-	leader  uint64
-	term    uint64
-	inBatch bool
-	err     error // sticky: raft or storage failed
+	// sinceSnap is the data applied since the last snapshot, for
+	// SnapshotBytes.
+	sinceSnap uint64
+	nextID    uint64
+	pending   []pending
+	leader    uint64
+	term      uint64
+	inBatch   bool
+	err       error // sticky: raft or storage failed
 }
 
 // NewCore opens the storage in cfg.Dir and starts raft on it.
@@ -342,6 +346,10 @@ func (c *Core) Advance(b Batch) error {
 			return c.err
 		}
 		c.snapIdx = max(c.snapIdx, b.Restore.Index)
+		c.sinceSnap = 0
+	}
+	for _, e := range b.Committed {
+		c.sinceSnap += uint64(len(e.Data))
 	}
 	if len(b.Committed) > 0 {
 		if err := c.app.Apply(b.Committed); err != nil {
@@ -353,19 +361,50 @@ func (c *Core) Advance(b Batch) error {
 	if b.live {
 		c.rn.Advance(b.rd)
 	}
-	if c.applied-c.snapIdx >= c.cfg.SnapshotEntries {
+	bytesDue := c.cfg.SnapshotBytes > 0 && c.sinceSnap >= c.cfg.SnapshotBytes && c.applied > c.snapIdx
+	if c.applied-c.snapIdx >= c.cfg.SnapshotEntries || bytesDue {
 		data, err := c.app.Snapshot()
 		if err != nil {
 			c.err = fmt.Errorf("quorum: application snapshot at %d: %w", c.applied, err)
 			return c.err
 		}
-		if err := c.st.CreateSnapshot(c.applied, data, c.cfg.RetainEntries); err != nil {
+		if err := c.st.CreateSnapshot(c.applied, data, c.retain()); err != nil {
 			c.err = err
 			return err
 		}
-		c.snapIdx = c.applied
+		c.snapIdx, c.sinceSnap = c.applied, 0
 	}
 	return nil
+}
+
+// retain returns how many entries before the snapshot at c.applied stay in
+// the log: RetainEntries, fewer when RetainBytes bounds their data.
+func (c *Core) retain() uint64 {
+	n := c.cfg.RetainEntries
+	if c.cfg.RetainBytes == 0 || n == 0 {
+		return n
+	}
+	first, _ := c.st.FirstIndex()
+	lo := first
+	if c.applied >= n && c.applied-n+1 > lo {
+		lo = c.applied - n + 1
+	}
+	if lo > c.applied {
+		return n
+	}
+	ents, err := c.st.Entries(lo, c.applied+1, math.MaxUint64)
+	if err != nil {
+		return n // compacted meanwhile: CreateSnapshot keeps what it can
+	}
+	var size, kept uint64
+	for i := len(ents) - 1; i >= 0; i-- {
+		size += uint64(len(ents[i].GetData()))
+		if size > c.cfg.RetainBytes {
+			break
+		}
+		kept++
+	}
+	return kept
 }
 
 // Close closes the storage. The core is unusable afterwards.

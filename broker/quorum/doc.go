@@ -37,6 +37,16 @@
 //     bounded, dropping queue; inbound frames are Kafka-style requests
 //     with the private api key APIKey, so the controller listener can
 //     route them by api key (FrameAPIKey, HandleFrame).
+//   - Observers: a node that is not a voter (process.roles=broker)
+//     follows the committed log as a Kafka observer does. Observer fetches
+//     go to a voter's controller listener with the private api key
+//     ObserverFetchAPIKey (observer_frame.go has the format); the voter
+//     (Node.ServeObserverFetch) answers only committed entries, from the
+//     next index asked for up to a byte bound, or its latest snapshot when
+//     that index is below its log start, and holds the fetch up to its
+//     wait while nothing new commits. Every answer names the leader and
+//     term the voter knows, which is how an Observer finds the leader it
+//     prefers to fetch from. Node.Observers lists who fetched.
 //
 // The voter set is static, from controller.quorum.voters; PreVote and
 // CheckQuorum are on. TimingFromKafka maps Kafka's quorum timeouts to
@@ -58,4 +68,9 @@
 //	leader, term := n.Leader()
 //	<-n.LeaderChanged()
 //	n.Close(); tr.Close()
+//
+//	o, _ := quorum.StartObserver(quorum.ObserverConfig{NodeID: 4, Voters: voters, ClusterID: id}, app)
+//	<-o.CaughtUp()
+//	leader, term = o.Leader()
+//	o.Close()
 package quorum

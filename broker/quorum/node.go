@@ -36,6 +36,14 @@ type Node struct {
 	err     error
 
 	peers peerTracker // the followers' answers; the loop's own
+
+	// applied is the index the application has applied (committed, so
+	// observers may be served up to it); appliedc is closed when it moves.
+	applied  uint64
+	appliedc chan struct{}
+
+	obsMu     sync.Mutex
+	observers map[int32]*ObserverState
 }
 
 type proposal struct {
@@ -75,6 +83,9 @@ func Open(cfg Config, app Application, tr Transport) (*Node, error) {
 		stopc:   make(chan struct{}),
 		donec:   make(chan struct{}),
 		changed: make(chan struct{}),
+
+		appliedc:  make(chan struct{}),
+		observers: map[int32]*ObserverState{},
 	}
 	if a, ok := tr.(Attacher); ok {
 		a.Attach(n)
@@ -299,6 +310,7 @@ func (n *Node) process(waiting, placed map[uint64]*proposal, failAll func(error)
 		if err := n.core.Advance(b); err != nil {
 			return err
 		}
+		n.setApplied(b.Applied)
 		for _, e := range b.Committed {
 			if p := placed[e.Index]; p != nil {
 				delete(placed, e.Index)

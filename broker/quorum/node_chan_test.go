@@ -55,6 +55,12 @@ func (t *chanTransport) run(stop <-chan struct{}) {
 }
 
 func newChanCluster(t *testing.T, n int) (*chanNet, []uint64) {
+	return newChanClusterWith(t, n, nil)
+}
+
+// newChanClusterWith is newChanCluster with each node's Config changed by
+// tweak (nil: none).
+func newChanClusterWith(t *testing.T, n int, tweak func(*Config)) (*chanNet, []uint64) {
 	cn := &chanNet{nodes: map[uint64]*Node{}, cut: map[uint64]bool{}, ticks: map[uint64]chan time.Time{}}
 	voters := map[uint64]string{}
 	var ids []uint64
@@ -70,12 +76,16 @@ func newChanCluster(t *testing.T, n int) (*chanNet, []uint64) {
 		cn.ticks[id] = tick
 		tr := &chanTransport{net: cn, id: id, q: make(chan *pb.Message, 1024)}
 		wg.Go(func() { tr.run(stop) })
-		node, err := Open(Config{
+		cfg := Config{
 			NodeID: id, Voters: voters, Dir: filepath.Join(dir, fmt.Sprint(id)), ClusterID: "chan",
 			Timing: Timing{TickInterval: time.Millisecond, ElectionTick: 10, HeartbeatTick: 1},
 			Ticker: func(time.Duration) (<-chan time.Time, func()) { return tick, func() {} },
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		}, &syncApp{}, tr)
+		}
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		node, err := Open(cfg, &syncApp{}, tr)
 		if err != nil {
 			t.Fatal(err)
 		}

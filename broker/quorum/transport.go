@@ -334,10 +334,37 @@ func (t *TCPTransport) ServeConn(conn net.Conn) error {
 		if err != nil {
 			return err
 		}
+		if key, _ := FrameAPIKey(frame); key == ObserverFetchAPIKey {
+			if err := t.serveObserver(conn, frame); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := t.HandleFrame(t.ctx, frame); err != nil {
 			return err
 		}
 	}
+}
+
+// observerServer is the side of a Node that answers observer fetches.
+type observerServer interface {
+	HandleObserverFrame(ctx context.Context, frame []byte) ([]byte, error)
+}
+
+// serveObserver answers an observer fetch that came in on a connection of
+// Serve: the attached node answers it and the answer is written back.
+func (t *TCPTransport) serveObserver(conn net.Conn, frame []byte) error {
+	s, ok := t.peer().(observerServer)
+	if !ok {
+		return fmt.Errorf("%w: no node attached to answer an observer fetch", ErrObserverFrame)
+	}
+	out, err := s.HandleObserverFrame(t.ctx, frame)
+	if err != nil {
+		return err
+	}
+	conn.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+	_, err = conn.Write(out)
+	return err
 }
 
 // HandleFrame steps the message of one frame (as ReadFrame returns it)

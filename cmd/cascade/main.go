@@ -119,7 +119,11 @@ func serve(ctx context.Context, args []string, out, logOut io.Writer) error {
 		}
 		dirs[i] = d
 	}
-	fmt.Fprintf(out, "Cascade is running.\n  bootstrap address: %s\n  data dir:          %s\n", b.Addr(), strings.Join(dirs, ","))
+	if cfg.Cluster.Roles.Broker {
+		fmt.Fprintf(out, "Cascade is running.\n  bootstrap address: %s\n  data dir:          %s\n", b.Addr(), strings.Join(dirs, ","))
+	} else {
+		fmt.Fprintf(out, "Cascade controller is running.\n  controller listener: %s\n  data dir:            %s\n", b.Addr(), strings.Join(dirs, ","))
+	}
 	if a := b.AdminAddr(); a != "" {
 		fmt.Fprintf(out, "  metrics:           http://%s/metrics\n  pprof:             http://%s/debug/pprof/\n", a, a)
 	}

@@ -1,0 +1,206 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cascade-kafka/cascade/broker/handler"
+	"github.com/cascade-kafka/cascade/broker/logging"
+	"github.com/cascade-kafka/cascade/broker/metadata"
+	"github.com/cascade-kafka/cascade/broker/quorum"
+	"github.com/cascade-kafka/cascade/broker/wire"
+)
+
+// controllerPart is what process.roles=controller adds to a node: a voter
+// of the metadata quorum on the controller listener, the ctl replica store
+// the quorum feeds, and the active controller that runs on it while this
+// node leads. Its methods sit on clusterNode, which embeds it.
+type controllerPart struct {
+	ctl    *metadata.Store
+	tr     *quorum.TCPTransport
+	raft   *quorum.Node
+	ln     net.Listener
+	active *activeController
+
+	ctlEnv atomic.Pointer[handler.Env] // the handlers of forwarded requests, with Meta = ctl
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
+}
+
+// brokerPart is what process.roles=broker adds to a node: the broker
+// replica store the client listener's handlers read, the lifecycle of
+// registration and heartbeats, and the clients that reach the active
+// controller. On a broker-only node an observer feeds the store.
+type brokerPart struct {
+	broker   *metadata.Store
+	observer *quorum.Observer // nil on a combined node: the voter feeds the store
+
+	env atomic.Pointer[handler.Env] // the broker side's, once Start built it
+
+	heartbeats *ctlClient // broker lifecycle requests
+	forwards   *ctlClient // forwarded admin requests and auto-creation
+
+	epoch atomic.Int64 // this broker's epoch; -1 until registered
+}
+
+func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
+	timeout := n.bc.Cluster.Quorum.RequestTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	p := &brokerPart{
+		broker:     metadata.NewReplica(&brokerWriter{n: n}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")}),
+		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout),
+		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second),
+	}
+	p.epoch.Store(-1)
+	return p
+}
+
+// startController binds the controller listener, opens the metadata
+// quorum under log.dirs[0] and starts the active-controller watcher.
+func (n *clusterNode) startController(ctx context.Context, loggers *logging.Levels) error {
+	c := &n.bc.Cluster
+	if len(c.ControllerListeners) == 0 {
+		return errors.New("broker: a controller needs a controller listener (controller.listener.names)")
+	}
+	p := &controllerPart{conns: map[net.Conn]struct{}{}}
+	n.controllerPart = p
+	p.active = newActiveController(n)
+	p.ctl = metadata.NewReplica(&ctlWriter{a: p.active}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")})
+	var err error
+	p.ln, err = wire.Listen(ctx, c.ControllerListeners[0].Addr(), int(n.bc.SocketReceiveBufferBytes))
+	if err != nil {
+		return fmt.Errorf("broker: controller listener: %w", err)
+	}
+	p.tr, err = quorum.NewTCPTransport(quorum.TransportConfig{NodeID: uint64(n.self), Voters: n.voters,
+		ClusterID: n.clusterID, Logger: loggers.Logger("cascade.quorum")})
+	if err != nil {
+		return err
+	}
+	timing, err := quorum.TimingFromKafka(int(c.Quorum.ElectionTimeout.Milliseconds()), int(c.Quorum.FetchTimeout.Milliseconds()), quorum.DefaultTickInterval)
+	if err != nil {
+		return err
+	}
+	app := metaApp{p.ctl}
+	if n.brokerPart != nil {
+		app = metaApp{n.broker, p.ctl}
+	}
+	// metadata.log.max.record.bytes.between.snapshots: a snapshot once
+	// that much metadata was applied since the last, and no more than that
+	// kept in the log before it.
+	snapBytes := uint64(max(0, c.MetadataLog.SnapshotMaxNewRecordBytes))
+	p.raft, err = quorum.Open(quorum.Config{NodeID: uint64(n.self), Voters: n.voters,
+		Dir: metadataDir(n.bc) + "/raft", ClusterID: n.clusterID, Timing: timing,
+		SnapshotBytes: snapBytes, RetainBytes: snapBytes,
+		Logger: loggers.Logger("cascade.quorum")}, app, p.tr)
+	if err != nil {
+		return err
+	}
+	// Served once the quorum member exists: connections that came
+	// earlier wait in the listener's backlog.
+	n.wg.Go(func() { n.serveController() })
+	n.wg.Go(p.active.run)
+	return nil
+}
+
+// close stops the quorum and the controller listener.
+func (p *controllerPart) close() error {
+	var errs []error
+	if p.ln != nil {
+		errs = append(errs, p.ln.Close())
+	}
+	p.connsMu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.connsMu.Unlock()
+	if p.raft != nil {
+		errs = append(errs, p.raft.Close())
+	}
+	if p.tr != nil {
+		errs = append(errs, p.tr.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// startObserver starts following the quorum as an observer, for a
+// broker-only node, and waits until the broker store holds what was
+// committed when it started, so the client listener never answers from an
+// image older than the broker's last run: as Kafka's BrokerServer, which
+// waits for the initial metadata catch-up before it serves. The wait is
+// bounded by initial.broker.registration.timeout.ms.
+func (n *clusterNode) startObserver(ctx context.Context, loggers *logging.Levels) error {
+	c := &n.bc.Cluster
+	if len(n.voters) == 0 {
+		return errors.New("broker: a broker-only node needs controller.quorum.voters")
+	}
+	timeout := c.Quorum.RequestTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	var err error
+	n.observer, err = quorum.StartObserver(quorum.ObserverConfig{NodeID: n.self, Voters: n.voters, ClusterID: n.clusterID,
+		MaxBytes: 1 << 20, MaxWait: observerWait, RequestTimeout: timeout, Backoff: c.Quorum.RetryBackoff,
+		Logger: loggers.Logger("cascade.quorum")}, metaApp{n.broker})
+	if err != nil {
+		return err
+	}
+	bound := c.InitialRegistrationTimeout
+	if bound <= 0 {
+		bound = time.Minute
+	}
+	wait := time.NewTimer(bound)
+	defer wait.Stop()
+	start := time.Now()
+	select {
+	case <-n.observer.CaughtUp():
+		n.logger.Info("broker caught up with the metadata log", "metadata.offset", n.broker.Image().Offset, "took", time.Since(start))
+		return nil
+	case <-n.observer.Done():
+		return fmt.Errorf("broker: following the metadata quorum: %w", n.observer.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wait.C:
+		return fmt.Errorf("broker: no controller of controller.quorum.voters answered within initial.broker.registration.timeout.ms (%v)", bound)
+	}
+}
+
+// observerKeys are the keys a broker-only node honours beyond clusterKeys:
+// its initial catch-up bound and the pause between voters it fetches from.
+var observerKeys = map[string]bool{
+	"initial.broker.registration.timeout.ms": true,
+	"controller.quorum.retry.backoff.ms":     true,
+}
+
+// observerWait is how long a voter holds a broker-only node's fetch while
+// nothing new commits, as Kafka's observers' fetch wait
+// (controller.quorum.fetch.timeout.ms bounds it; KafkaRaftClient's fetch
+// max wait is 500 ms).
+const observerWait = 500 * time.Millisecond
+
+// leaderID returns the raft leader this node knows: its own quorum
+// member's view on a controller, the last observer answer's on a
+// broker-only node; 0 when none.
+func (n *clusterNode) leaderID() uint64 {
+	if n.controllerPart != nil {
+		l, _ := n.raft.Leader()
+		return l
+	}
+	l, _ := n.observer.Leader()
+	return l
+}
+
+// startControllerSide makes env (the handlers of a controller-only node,
+// with Meta = ctl and no partitions or coordinators) answer the forwarded
+// admin requests on the controller listener.
+func (n *clusterNode) startControllerSide(env *handler.Env) {
+	n.ctlEnv.Store(env)
+}
