@@ -69,16 +69,7 @@ func (c *Cluster) Live(id int) bool {
 // brokerRegistered succeeds once node id's broker lists itself in Metadata:
 // registered with the controller and unfenced.
 func (c *Cluster) brokerRegistered(ctx context.Context, id int) error {
-	resp, err := c.Request(ctx, id, kmsg.NewPtrMetadataRequest())
-	if err != nil {
-		return err
-	}
-	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
-		if int(b.NodeID) == id {
-			return nil
-		}
-	}
-	return fmt.Errorf("node %d is not yet in its own Metadata", id)
+	return cluster.Registered(ctx, c, id)
 }
 
 // controllerAnswers succeeds once node id's controller listener answers

@@ -219,29 +219,12 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 		}
 	}
 
-	errs := make([]error, len(c.nodes))
-	var wg sync.WaitGroup
+	launches := make([]cluster.Launch, len(c.nodes))
 	for i, n := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = n.proc.launch(ctx)
-		}()
+		launches[i] = cluster.Launch{ID: n.ID, LogPath: n.LogPath(), Start: func() error { return n.proc.launch(ctx) }}
 	}
-	wg.Wait()
-	var failed []string
-	inUse := false
-	for i, e := range errs {
-		if e != nil {
-			failed = append(failed, fmt.Sprintf("node %d: %v", c.nodes[i].ID, e))
-			inUse = inUse || strings.Contains(cluster.ReadTail(c.nodes[i].LogPath(), 3000), "Address already in use")
-		}
-	}
-	if len(failed) > 0 {
-		if inUse {
-			return nil, fmt.Errorf("apachekafka: cluster: %w", cluster.ErrPortInUse)
-		}
-		return nil, fmt.Errorf("apachekafka: cluster did not start: %s\n%s", strings.Join(failed, "; "), c.Logs(3000))
+	if err := cluster.LaunchAll(launches, func() string { return c.Logs(3000) }); err != nil {
+		return nil, fmt.Errorf("apachekafka: %w", err)
 	}
 	return c, nil
 }
@@ -535,10 +518,8 @@ func (c *Cluster) Close() error {
 		}
 	}
 	c.conns.Close()
-	if c.removeDir && os.Getenv("CASCADE_KEEP_KAFKA") == "" {
-		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("apachekafka: remove %s: %w", c.dir, err))
-		}
+	if err := cluster.RemoveWorkDir(c.dir, c.removeDir, "CASCADE_KEEP_KAFKA"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -187,3 +187,18 @@ func BrokerList(md *kmsg.MetadataResponse) []int {
 	slices.Sort(got)
 	return got
 }
+
+// Registered succeeds once node id's broker lists itself in its own
+// Metadata: registered with the controller and unfenced.
+func Registered(ctx context.Context, c Cluster, id int) error {
+	resp, err := c.Request(ctx, id, MetadataRequest([]string{}))
+	if err != nil {
+		return err
+	}
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		if int(b.NodeID) == id {
+			return nil
+		}
+	}
+	return fmt.Errorf("node %d is not yet in its own Metadata", id)
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // FreePorts returns n distinct loopback ports that were free a moment ago.
@@ -96,4 +97,59 @@ func ReadTail(path string, n int) string {
 		return fmt.Sprintf("(cannot read log: %v)", err)
 	}
 	return Tail(string(b), n)
+}
+
+// Launch is one node for LaunchAll: its id, the file its output goes to,
+// and the call that starts it and waits until it is ready.
+type Launch struct {
+	ID      int
+	LogPath string
+	Start   func() error
+}
+
+// LaunchAll starts every node at once, since a quorum forms only when a
+// majority of voters runs, and waits for all. It returns nil, an error
+// wrapping ErrPortInUse when a failed node's log says that a port was
+// taken (so RetryPorts starts again), or an error naming every failed node
+// followed by logs.
+func LaunchAll(nodes []Launch, logs func() string) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.Start()
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	inUse := false
+	for i, e := range errs {
+		if e != nil {
+			failed = append(failed, fmt.Sprintf("node %d: %v", nodes[i].ID, e))
+			// Java says "Address already in use", Go "address already in use".
+			inUse = inUse || strings.Contains(strings.ToLower(ReadTail(nodes[i].LogPath, 3000)), "address already in use")
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if inUse {
+		return ErrPortInUse
+	}
+	return fmt.Errorf("cluster did not start: %s\n%s", strings.Join(failed, "; "), logs())
+}
+
+// RemoveWorkDir removes a temporary directory WorkDir made, unless the
+// environment variable keep is set (to look at the nodes' logs and data
+// after a run).
+func RemoveWorkDir(dir string, temp bool, keep string) error {
+	if !temp || os.Getenv(keep) != "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("cluster: remove %s: %w", dir, err)
+	}
+	return nil
 }
