@@ -30,7 +30,7 @@ type clientCell struct {
 // cluster spread each scenario topic's leaders over all its brokers.
 func stepClients(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
 	clients := matrix.SelectedClients(clusterClients)
-	target := "cluster-" + strings.Fields(r.c.Name())[0]
+	target := r.target + "-cluster"
 	dir := t.TempDir()
 	h, err := matrix.NewHistory(filepath.Join(dir, "history.jsonl"))
 	if err != nil {

@@ -64,6 +64,7 @@ func selectedClusterTargets() []clusterTarget {
 // clusterRun is what the steps of one cluster share: the cluster, and the
 // nodes a step chose for the steps after it.
 type clusterRun struct {
+	target     string // The clusterTarget's name.
 	c          cluster.Cluster
 	controller int // The active controller when the victim was killed.
 	victim     int // The broker the kill steps crash.
@@ -118,7 +119,7 @@ func TestClusterConformance(t *testing.T) {
 	for _, target := range selectedClusterTargets() {
 		ok := t.Run(target.name, func(t *testing.T) {
 			c := startCluster(t, ctx, target)
-			r := &clusterRun{c: c}
+			r := &clusterRun{target: target.name, c: c}
 			answers[target.name] = map[string]string{}
 			for _, s := range steps {
 				t.Run(s.name, func(t *testing.T) {
@@ -157,24 +158,60 @@ func TestClusterConformance(t *testing.T) {
 	}
 }
 
-// lineDiff shows two JSON renderings line by line, marking the lines that
-// differ: "-" Kafka's, "+" the other's.
+// lineDiff shows two JSON renderings as a line diff (longest common
+// subsequence): "-" lines are Kafka's only, "+" lines the other's only,
+// with two lines of context around each change.
 func lineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	// lcs[i][j] is the length of the longest common subsequence of w[i:]
+	// and g[j:].
+	lcs := make([][]int, len(w)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(g)+1)
+	}
+	for i := len(w) - 1; i >= 0; i-- {
+		for j := len(g) - 1; j >= 0; j-- {
+			if w[i] == g[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type line struct {
+		mark byte
+		text string
+	}
+	var lines []line
+	i, j := 0, 0
+	for i < len(w) || j < len(g) {
+		switch {
+		case i < len(w) && j < len(g) && w[i] == g[j]:
+			lines = append(lines, line{' ', w[i]})
+			i, j = i+1, j+1
+		case j < len(g) && (i == len(w) || lcs[i][j+1] >= lcs[i+1][j]):
+			lines = append(lines, line{'+', g[j]})
+			j++
+		default:
+			lines = append(lines, line{'-', w[i]})
+			i++
+		}
+	}
 	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
+	last := -1
+	for k, l := range lines {
+		near := false
+		for d := max(0, k-2); d <= min(len(lines)-1, k+2); d++ {
+			near = near || lines[d].mark != ' '
 		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl == gl {
-			fmt.Fprintf(&b, "  %s\n", wl)
+		if !near {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s\n+ %s\n", wl, gl)
+		if last >= 0 && k > last+1 {
+			b.WriteString("  ...\n")
+		}
+		fmt.Fprintf(&b, "%c %s\n", l.mark, l.text)
+		last = k
 	}
 	return b.String()
 }
@@ -202,6 +239,7 @@ func conformanceSteps() []conformanceStep {
 		{"describe-configs", stepDescribeConfigs},
 		{"delete-topics", stepDeleteTopics},
 		{"find-coordinator", stepFindCoordinator},
+		{"consumer-offsets-placement", stepOffsetsPlacement},
 		{"clients", stepClients},
 		{"kill-non-controller", stepKill},
 		{"restart", stepRestart},
@@ -410,7 +448,7 @@ type createPartitionsAnswer struct {
 	Error string
 }
 
-// stepCreatePartitions grows assignedTopic to 5 partitions with explicit
+// stepCreatePartitions grows assignedTopic to 6 partitions with explicit
 // replicas, after the bad requests, and reports the topic then.
 func stepCreatePartitions(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
 	ask := func(topic string, count int32, assign ...[]int32) kmsg.CreatePartitionsRequestTopic {
@@ -454,10 +492,12 @@ func stepCreatePartitions(ctx context.Context, t *testing.T, r *clusterRun) (any
 			return nil, err
 		}
 	}
-	if err := send(ask(assignedTopic, 5, []int32{3}, []int32{2})); err != nil {
+	// Two partitions on each broker, so that whichever broker the kill
+	// steps crash leads as many as on the other cluster.
+	if err := send(ask(assignedTopic, 6, []int32{3}, []int32{1}, []int32{2})); err != nil {
 		return nil, err
 	}
-	md, err := settledMetadata(ctx, r.c, idLabels, assignedTopic, 5)
+	md, err := settledMetadata(ctx, r.c, idLabels, assignedTopic, 6)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +587,8 @@ var coordinatorGroups = []string{"group-a", "group-b", "orders", "payments-consu
 // stepFindCoordinator asks every live broker for the coordinators of
 // coordinatorGroups and judges each answer against the cluster's own
 // Metadata: the coordinator is the leader of the group's
-// __consumer_offsets partition (offsetsPartition).
+// __consumer_offsets partition (offsetsPartition), at that leader's
+// address. offsets.topic.num.partitions is Kafka's default, 50, on both.
 func stepFindCoordinator(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
 	type answer struct {
 		Group              string
@@ -619,9 +660,20 @@ func stepFindCoordinator(ctx context.Context, t *testing.T, r *clusterRun) (any,
 	if err != nil {
 		return nil, err
 	}
+	return coords, nil
+}
+
+// stepOffsetsPlacement reports __consumer_offsets (created by
+// stepFindCoordinator) as default placement made it: internal, RF=1, and
+// how its partitions are spread over the brokers.
+func stepOffsetsPlacement(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
+	md, err := settledMetadata(ctx, r.c, idLabels, "__consumer_offsets", 50)
+	if err != nil {
+		return nil, err
+	}
+	ot := md.(topicAnswer)
 	return struct {
-		Offsets     spreadAnswer
-		Internal    bool
-		Coordinator any
-	}{spreadOf(ot), ot.Internal, coords}, nil
+		Internal bool
+		Spread   spreadAnswer
+	}{ot.Internal, spreadOf(ot)}, nil
 }

@@ -29,6 +29,7 @@ func answerAfterFailure(ctx context.Context, r *clusterRun, ready func(topicAnsw
 	if err != nil {
 		return afterFailureAnswer{}, err
 	}
+	topic = byRole(topic.(topicAnswer))
 	brokers, err := eachBroker(ctx, r.c, func(id int) (any, error) {
 		md, err := metadataOn(ctx, r.c, id, []string{})
 		if err != nil {
@@ -44,6 +45,22 @@ func answerAfterFailure(ctx context.Context, r *clusterRun, ready func(topicAnsw
 		return afterFailureAnswer{}, err
 	}
 	return afterFailureAnswer{topic, brokers, dc}, nil
+}
+
+// byRole drops the partition numbers of a topic and sorts its partitions
+// by their replicas' parts: which partitions the victim led depends on its
+// id, which the two clusters may choose differently, but with two
+// partitions on each broker the states by part must be the same.
+func byRole(ta topicAnswer) topicAnswer {
+	ps := slices.Clone(ta.Partitions)
+	for i := range ps {
+		ps[i].Partition = -1
+	}
+	slices.SortStableFunc(ps, func(a, b partitionAnswer) int {
+		return cmpString(fmt.Sprint(a.Replicas, a.Leader, a.LeaderEpoch), fmt.Sprint(b.Replicas, b.Leader, b.LeaderEpoch))
+	})
+	ta.Partitions = ps
+	return ta
 }
 
 // stepKill crashes (kill -9) the lowest-numbered broker that is not the
