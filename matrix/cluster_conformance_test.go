@@ -43,7 +43,11 @@ var clusterTargets = []clusterTarget{
 		return apachekafka.StartCluster(ctx, apachekafka.ClusterOptions{Overrides: clusterOverrides})
 	}},
 	{"cascade", func(ctx context.Context) (cluster.Cluster, error) {
-		return cascadecluster.Start(ctx, cascadecluster.Options{Overrides: clusterOverrides})
+		opts := cascadecluster.Options{Overrides: clusterOverrides}
+		if os.Getenv("CASCADE_CLUSTER_DEBUG") != "" {
+			opts.Args = []string{"-v"}
+		}
+		return cascadecluster.Start(ctx, opts)
 	}},
 }
 

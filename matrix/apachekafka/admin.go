@@ -294,8 +294,9 @@ func (c *Cluster) WaitForNodeInISRs(ctx context.Context, id int) error {
 	})
 }
 
-// WaitForBrokers waits until Metadata lists exactly the given broker ids
-// (registered and unfenced), so that a crashed broker's fencing is seen.
+// WaitForBrokers waits until every live broker's Metadata lists exactly the
+// given broker ids (registered and unfenced), so that a crashed broker's
+// fencing is seen (cluster.WaitForBrokers).
 func (c *Cluster) WaitForBrokers(ctx context.Context, ids ...int) error {
 	return cluster.WaitForBrokers(ctx, c, ids...)
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// with the node ("node 2 | "). Each node's output always goes to
 	// cascade.log in its directory.
 	Log io.Writer
+	// Args are extra command-line arguments of every node, such as "-v"
+	// (debug logging).
+	Args []string
 	// StartTimeout bounds the start-up (and each restart) of each node;
 	// zero means 60 seconds.
 	StartTimeout time.Duration
@@ -94,6 +97,7 @@ type Cluster struct {
 	dir       string
 	removeDir bool
 	timeout   time.Duration
+	args      []string
 	log       *lineWriter
 
 	mu    sync.Mutex // Guards the nodes' processes and paused flags.
@@ -134,7 +138,7 @@ func start(ctx context.Context, bin string, opts Options) (_ *Cluster, err error
 			return nil, fmt.Errorf("%w: NodeOverrides names node %d of %d", ErrUnknownNode, id, nodes)
 		}
 	}
-	c := &Cluster{bin: bin, timeout: opts.StartTimeout}
+	c := &Cluster{bin: bin, timeout: opts.StartTimeout, args: opts.Args}
 	if c.timeout == 0 {
 		c.timeout = 60 * time.Second
 	}
@@ -229,7 +233,7 @@ func (c *Cluster) launch(ctx context.Context, n *Node) error {
 		return fmt.Errorf("cascadecluster: open log: %w", err)
 	}
 	// The node must outlive ctx, which bounds only the start-up.
-	cmd := exec.Command(c.bin, "-config", n.propsPath())
+	cmd := exec.Command(c.bin, append([]string{"-config", n.propsPath()}, c.args...)...)
 	cmd.Dir = n.Dir
 	var out io.Writer = f
 	if c.log != nil {

@@ -159,20 +159,27 @@ func WaitForControllerChange(ctx context.Context, c Cluster, old int) (int, erro
 	return id, err
 }
 
-// WaitForBrokers waits until a live broker's Metadata lists exactly the
-// given broker ids (registered and unfenced), so that a crashed broker's
-// fencing and a restarted one's return are seen.
+// WaitForBrokers waits until every live broker's Metadata lists exactly
+// the given broker ids (registered and unfenced), so that a crashed
+// broker's fencing and a restarted one's return are seen by all, the
+// restarted broker's own view included.
 func WaitForBrokers(ctx context.Context, c Cluster, ids ...int) error {
 	want := slices.Clone(ids)
 	slices.Sort(want)
+	req := MetadataRequest([]string{})
 	return Poll(ctx, PollInterval, func() error {
-		md, err := Metadata(ctx, c, []string{}, 0)
-		if err != nil {
-			return err
+		live := LiveBrokers(c)
+		if len(live) == 0 {
+			return errors.New("cluster: no live broker")
 		}
-		got := BrokerList(md)
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("Metadata lists brokers %v, want %v", got, want)
+		for _, id := range live {
+			resp, err := c.Request(ctx, id, req)
+			if err != nil {
+				return fmt.Errorf("node %d: %w", id, err)
+			}
+			if got := BrokerList(resp.(*kmsg.MetadataResponse)); !slices.Equal(got, want) {
+				return fmt.Errorf("node %d's Metadata lists brokers %v, want %v", id, got, want)
+			}
 		}
 		return nil
 	})
