@@ -68,7 +68,7 @@ func byRole(ta topicAnswer) topicAnswer {
 // Metadata) and its RF=1 partitions of assignedTopic have no leader, and
 // reports the cluster then.
 func stepKill(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
-	ctl, err := cluster.Controller(ctx, r.c)
+	ctl, err := r.active(ctx, r.c)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ type Cluster interface {
 	// Request sends req to node id's broker listener and returns the
 	// answer, without retries or routing.
 	Request(ctx context.Context, id int, req kmsg.Request) (kmsg.Response, error)
+	// ControllerRequest sends req to node id's controller listener.
+	ControllerRequest(ctx context.Context, id int, req kmsg.Request) (kmsg.Response, error)
 	// Kill sends SIGKILL, as a crash would, and waits for the exit.
 	Kill(id int) error
 	// Stop sends SIGTERM and waits, bounded, for the exit.
@@ -114,6 +116,52 @@ func Metadata(ctx context.Context, c Cluster, topics []string, avoid int) (*kmsg
 	return nil, fmt.Errorf("cluster: metadata: %w", errors.Join(errs...))
 }
 
+// QuorumLeader asks every live voter's controller listener for the
+// metadata quorum (DescribeQuorum, KIP-595, answered by the quorum's leader
+// only) and returns the voter that reports itself leader at the highest
+// epoch, and that epoch: the active controller. Kafka's brokers name a
+// random live broker as the controller in Metadata and DescribeCluster
+// (clients cannot reach the controllers), so only this names Kafka's
+// active controller.
+func QuorumLeader(ctx context.Context, c Cluster) (id int, epoch int32, err error) {
+	id, epoch = -1, -1
+	var errs []error
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	for _, v := range LiveBrokers(c) {
+		if c.ControllerAddr(v) == "" {
+			continue
+		}
+		resp, err := c.ControllerRequest(ctx, v, req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", v, err))
+			continue
+		}
+		r := resp.(*kmsg.DescribeQuorumResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", v, err))
+			continue
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("node %d: %w", v, err))
+				} else if int(p.LeaderID) == v && p.LeaderEpoch > epoch {
+					id, epoch = v, p.LeaderEpoch
+				}
+			}
+		}
+	}
+	if id < 0 {
+		return -1, -1, fmt.Errorf("%w: no voter leads the quorum: %w", ErrNoController, errors.Join(errs...))
+	}
+	return id, epoch, nil
+}
+
 // ErrNoController reports that no live broker names a live voter as the
 // active controller.
 var ErrNoController = errors.New("cluster: no live controller known")
@@ -142,21 +190,6 @@ func Controller(ctx context.Context, c Cluster) (int, error) {
 		return ctl, nil
 	}
 	return -1, fmt.Errorf("%w: %w", ErrNoController, errors.Join(errs...))
-}
-
-// WaitForControllerChange waits until a live broker names a live voter
-// other than old as the active controller, and returns it.
-func WaitForControllerChange(ctx context.Context, c Cluster, old int) (int, error) {
-	id := -1
-	err := Poll(ctx, PollInterval, func() error {
-		var err error
-		id, err = Controller(ctx, c)
-		if err == nil && id == old {
-			err = fmt.Errorf("node %d is still named the controller", old)
-		}
-		return err
-	})
-	return id, err
 }
 
 // WaitForBrokers waits until every live broker's Metadata lists exactly
