@@ -12,11 +12,6 @@ import (
 	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
-// clusterClients are the clients the clients step runs by default
-// (MATRIX_CLIENTS selects others): every in-process Go client, the Java
-// client and librdkafka through Python.
-var clusterClients = []string{"franz-go", "sarama", "confluent-kafka-go", "java", "python-confluent-kafka"}
-
 // clientCell is one cell of the clients step: compared by status only, as
 // TestMatrix compares targets.
 type clientCell struct {
@@ -25,11 +20,12 @@ type clientCell struct {
 }
 
 // stepClients runs matrix.ClusterScenarios through every selected client
+// (by default every client of TestMatrix)
 // with the cluster's seeds as the bootstrap, checks the recorded history
 // (no acknowledged record lost or duplicated), and checks that the
 // cluster spread each scenario topic's leaders over all its brokers.
 func stepClients(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
-	clients := matrix.SelectedClients(clusterClients)
+	clients := matrix.SelectedClients(defaultClients())
 	target := r.target + "-cluster"
 	dir := t.TempDir()
 	h, err := matrix.NewHistory(filepath.Join(dir, "history.jsonl"))
