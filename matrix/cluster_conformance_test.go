@@ -324,6 +324,7 @@ func conformanceSteps() []conformanceStep {
 	return []conformanceStep{
 		{"metadata-brokers", stepMetadataBrokers},
 		{"describe-cluster", stepDescribeCluster},
+		{"describe-quorum", stepDescribeQuorum},
 		{"create-topics", stepCreateTopics},
 		{"metadata-assigned", func(ctx context.Context, t *testing.T, r *clusterRun) (any, error) {
 			return settledMetadata(ctx, r.c, idLabels, assignedTopic, len(assignment))

@@ -116,6 +116,17 @@ func Metadata(ctx context.Context, c Cluster, topics []string, avoid int) (*kmsg
 	return nil, fmt.Errorf("cluster: metadata: %w", errors.Join(errs...))
 }
 
+// DescribeQuorumRequest asks for the metadata log's partition,
+// __cluster_metadata-0.
+func DescribeQuorumRequest() *kmsg.DescribeQuorumRequest {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // QuorumLeader asks every live voter's controller listener for the
 // metadata quorum (DescribeQuorum, KIP-595, answered by the quorum's leader
 // only) and returns the voter that reports itself leader at the highest
@@ -126,12 +137,7 @@ func Metadata(ctx context.Context, c Cluster, topics []string, avoid int) (*kmsg
 func QuorumLeader(ctx context.Context, c Cluster) (id int, epoch int32, err error) {
 	id, epoch = -1, -1
 	var errs []error
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := DescribeQuorumRequest()
 	for _, v := range LiveBrokers(c) {
 		if c.ControllerAddr(v) == "" {
 			continue
@@ -167,8 +173,10 @@ func QuorumLeader(ctx context.Context, c Cluster) (id int, epoch int32, err erro
 var ErrNoController = errors.New("cluster: no live controller known")
 
 // Controller asks the live brokers (DescribeCluster, KIP-700) which node
-// is the active controller and returns the first answer naming a live
-// voter: a broker may still name a controller that has just died.
+// is the controller and returns the first answer naming a live voter: a
+// broker may still name a controller that has just died. Cascade's brokers
+// name the active controller; Kafka's name a random live broker (see
+// QuorumLeader).
 func Controller(ctx context.Context, c Cluster) (int, error) {
 	var errs []error
 	for _, id := range LiveBrokers(c) {
