@@ -50,7 +50,7 @@ func stepDescribeQuorum(ctx context.Context, t *testing.T, r *clusterRun) (any, 
 		}
 		p := qr.Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || int(p.LeaderID) != id {
-			a.Followers = append(a.Followers, fmt.Sprintf("error %q, leader is a live voter: %v", codeName(p.ErrorCode),
+			a.Followers = append(a.Followers, fmt.Sprintf("error %s, leader is a live voter: %v", codeName(p.ErrorCode),
 				controllerLabel(r.c, p.LeaderID) == "live voter"))
 			continue
 		}
