@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cascade-kafka/cascade/matrix"
+	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
 	"github.com/cascade-kafka/cascade/matrix/driver"
 	"github.com/cascade-kafka/cascade/matrix/driver/confluent"
 	"github.com/cascade-kafka/cascade/matrix/driver/franzgo"
@@ -58,7 +59,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := cascadecluster.Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
 }
 
 // defaultClients is every registered client except the protocol check.

@@ -4,25 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"syscall"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // This file asks a Cluster about itself over the wire, each request sent to
 // one named node so that a dead or paused node is never waited on.
-
-// requestTimeout bounds one request to one node; a paused node never
-// answers.
-const requestTimeout = 2 * time.Second
-
-// pollInterval is how often the Wait helpers ask again.
-const pollInterval = 100 * time.Millisecond
 
 // metadataTopic and metadataPartition name the KRaft metadata log, the
 // partition DescribeQuorum describes.
@@ -35,56 +26,13 @@ const (
 // leadership of the metadata quorum.
 var ErrNoActiveController = errors.New("apachekafka: no active controller")
 
-// nodeClient is a franz-go client seeded with one listener and used only
-// through its seed broker, so every request goes to that listener.
-type nodeClient struct{ cl *kgo.Client }
-
-func (n *nodeClient) close() { n.cl.Close() }
-
-// client returns the cached client of a listener address.
-func (c *Cluster) client(addr string) (*nodeClient, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if nc, ok := c.clients[addr]; ok {
-		return nc, nil
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("apachekafka: client for %s: %w", addr, err)
-	}
-	nc := &nodeClient{cl: cl}
-	c.clients[addr] = nc
-	return nc, nil
-}
-
 func (c *Cluster) send(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	nc, err := c.client(addr)
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	resp, err := nc.cl.SeedBrokers()[0].Request(rctx, req)
-	if err != nil && rctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
-		// The node closed a connection the client had kept (it restarted,
-		// or reaped the connection as idle): one more try on a new one.
-		resp, err = nc.cl.SeedBrokers()[0].Request(rctx, req)
-	}
-	return resp, err
+	return c.conns.Send(ctx, addr, req)
 }
 
 // dropClients closes the cached clients of a node's listeners, whose
 // connections a kill or restart has ended.
-func (c *Cluster) dropClients(n *Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, addr := range []string{n.Addr, n.ControllerAddr} {
-		if nc, ok := c.clients[addr]; ok {
-			nc.close()
-			delete(c.clients, addr)
-		}
-	}
-}
+func (c *Cluster) dropClients(n *Node) { c.conns.Drop(n.Addr, n.ControllerAddr) }
 
 // Request sends req to the broker listener of node id and returns its
 // response, without retries or routing: Kafka answers, forwards (as a
@@ -121,16 +69,7 @@ func (c *Cluster) Live(id int) bool {
 // brokerRegistered succeeds once node id's broker lists itself in Metadata:
 // registered with the controller and unfenced.
 func (c *Cluster) brokerRegistered(ctx context.Context, id int) error {
-	resp, err := c.Request(ctx, id, kmsg.NewPtrMetadataRequest())
-	if err != nil {
-		return err
-	}
-	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
-		if int(b.NodeID) == id {
-			return nil
-		}
-	}
-	return fmt.Errorf("node %d is not yet in its own Metadata", id)
+	return cluster.Registered(ctx, c, id)
 }
 
 // controllerAnswers succeeds once node id's controller listener answers
@@ -251,36 +190,7 @@ type PartitionState struct {
 // metadata asks the live brokers in id order, except avoid when another is
 // live, and returns the first answer. Nil topics asks for every topic.
 func (c *Cluster) metadata(ctx context.Context, topics []string, avoid int) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	if topics != nil {
-		req.Topics = []kmsg.MetadataRequestTopic{}
-		for _, t := range topics {
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(t)
-			req.Topics = append(req.Topics, rt)
-		}
-	}
-	var order []int
-	for _, id := range c.BrokerIDs() {
-		if c.Live(id) && id != avoid {
-			order = append(order, id)
-		}
-	}
-	if avoid > 0 && c.Live(avoid) {
-		order = append(order, avoid)
-	}
-	var errs []error
-	for _, id := range order {
-		resp, err := c.Request(ctx, id, req)
-		if err == nil {
-			return resp.(*kmsg.MetadataResponse), nil
-		}
-		errs = append(errs, fmt.Errorf("node %d: %w", id, err))
-	}
-	if len(errs) == 0 {
-		return nil, errors.New("apachekafka: no live broker")
-	}
-	return nil, fmt.Errorf("apachekafka: metadata: %w", errors.Join(errs...))
+	return cluster.Metadata(ctx, c, topics, avoid)
 }
 
 // Partition returns the leader, replicas and ISR of topic's partition p.
@@ -384,40 +294,15 @@ func (c *Cluster) WaitForNodeInISRs(ctx context.Context, id int) error {
 	})
 }
 
-// WaitForBrokers waits until Metadata lists exactly the given broker ids
-// (registered and unfenced), so that a crashed broker's fencing is seen.
+// WaitForBrokers waits until every live broker's Metadata lists exactly the
+// given broker ids (registered and unfenced), so that a crashed broker's
+// fencing is seen (cluster.WaitForBrokers).
 func (c *Cluster) WaitForBrokers(ctx context.Context, ids ...int) error {
-	want := slices.Clone(ids)
-	slices.Sort(want)
-	return poll(ctx, func() error {
-		md, err := c.metadata(ctx, []string{}, 0)
-		if err != nil {
-			return err
-		}
-		var got []int
-		for _, b := range md.Brokers {
-			got = append(got, int(b.NodeID))
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("Metadata lists brokers %v, want %v", got, want)
-		}
-		return nil
-	})
+	return cluster.WaitForBrokers(ctx, c, ids...)
 }
 
-// poll calls f every pollInterval until it returns nil or ctx ends, and
-// then returns ctx's error with f's last.
+// poll calls f every cluster.PollInterval until it returns nil or ctx
+// ends.
 func poll(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(pollInterval):
-		}
-	}
+	return cluster.Poll(ctx, cluster.PollInterval, f)
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // BrokerOptions configures StartBroker. The zero value starts a broker with
@@ -101,45 +102,12 @@ func (b *Broker) Version() string { return b.dist.version }
 // file. Ports are chosen by binding port 0; the rare collision with another
 // process is retried with new ports.
 func (d *Dist) StartBroker(ctx context.Context, opts BrokerOptions) (*Broker, error) {
-	return retryPorts(ctx, func() (*Broker, error) { return d.startBroker(ctx, opts) })
-}
-
-var errPortInUse = errors.New("port already in use")
-
-// workDir returns dir, created if missing, or a new temporary directory
-// named with prefix when dir is empty; temp reports the latter, which the
-// caller removes when it is done.
-func workDir(dir, prefix string) (_ string, temp bool, err error) {
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", prefix); err != nil {
-			return "", false, fmt.Errorf("apachekafka: temp dir: %w", err)
-		}
-		return dir, true, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("apachekafka: create %s: %w", dir, err)
-	}
-	return dir, false, nil
-}
-
-// retryPorts calls start up to three times while it fails because a port it
-// chose was taken by another process meanwhile.
-func retryPorts[T any](ctx context.Context, start func() (T, error)) (T, error) {
-	var (
-		v   T
-		err error
-	)
-	for attempt := 0; attempt < 3; attempt++ {
-		if v, err = start(); err == nil || !errors.Is(err, errPortInUse) || ctx.Err() != nil {
-			break
-		}
-	}
-	return v, err
+	return cluster.RetryPorts(ctx, func() (*Broker, error) { return d.startBroker(ctx, opts) })
 }
 
 func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, err error) {
 	b := &Broker{dist: d, exited: make(chan struct{})}
-	if b.dir, b.removeDir, err = workDir(opts.Dir, "apache-kafka-"); err != nil {
+	if b.dir, b.removeDir, err = cluster.WorkDir(opts.Dir, "apache-kafka-"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -148,7 +116,7 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 		}
 	}()
 
-	ports, err := freePorts(2)
+	ports, err := cluster.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +133,7 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 		props[k] = v
 	}
 	propsPath := filepath.Join(b.dir, "server.properties")
-	if err := os.WriteFile(propsPath, []byte(formatProperties(props)), 0o644); err != nil {
+	if err := os.WriteFile(propsPath, []byte(cluster.FormatProperties(props)), 0o644); err != nil {
 		return nil, fmt.Errorf("apachekafka: write server.properties: %w", err)
 	}
 	if err := os.RemoveAll(b.DataDir()); err != nil {
@@ -192,9 +160,9 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 	}
 	if err := b.launch(ctx); err != nil {
 		b.Stop()
-		logTail := readTail(b.logPath, 3000)
+		logTail := cluster.ReadTail(b.logPath, 3000)
 		if strings.Contains(logTail, "Address already in use") {
-			return nil, fmt.Errorf("apachekafka: %w (log %s)", errPortInUse, b.logPath)
+			return nil, fmt.Errorf("apachekafka: %w (log %s)", cluster.ErrPortInUse, b.logPath)
 		}
 		return nil, fmt.Errorf("apachekafka: broker did not start: %w; log %s ends:\n%s", err, b.logPath, logTail)
 	}
@@ -221,7 +189,7 @@ func (b *Broker) launch(ctx context.Context) error {
 	} else {
 		cmd.Stdout, cmd.Stderr = b.logFile, b.logFile
 	}
-	setParentDeath(cmd)
+	cluster.SetParentDeath(cmd)
 	if err := cmd.Start(); err != nil {
 		b.logFile.Close()
 		return fmt.Errorf("apachekafka: start java: %w", err)
@@ -259,7 +227,7 @@ func (b *Broker) Restart(ctx context.Context) error {
 	b.stopOnce, b.stopErr = sync.Once{}, nil
 	if err := b.launch(ctx); err != nil {
 		b.Kill()
-		return fmt.Errorf("apachekafka: broker did not restart: %w; log %s ends:\n%s", err, b.logPath, readTail(b.logPath, 3000))
+		return fmt.Errorf("apachekafka: broker did not restart: %w; log %s ends:\n%s", err, b.logPath, cluster.ReadTail(b.logPath, 3000))
 	}
 	return nil
 }
@@ -395,19 +363,6 @@ func ServerProperties(addr, ctrlAddr, dataDir string) map[string]string {
 	}
 }
 
-func formatProperties(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, m[k])
-	}
-	return b.String()
-}
-
 // newClusterID returns a random cluster id as Kafka's Uuid.randomUuid
 // prints it: 16 random bytes in unpadded URL-safe base64, never starting
 // with '-' (Kafka rejects those as command-line ambiguous).
@@ -422,34 +377,6 @@ func newClusterID() (string, error) {
 			return s, nil
 		}
 	}
-}
-
-// freePorts reserves n distinct loopback ports by binding port 0.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("apachekafka: find free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func readTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	return tail(string(b), n)
 }
 
 // teeFile writes to two files; the broker's log goes to its log file and,

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // ClusterRoles says how a cluster's nodes divide Kafka's two KRaft roles.
@@ -124,10 +126,10 @@ type Cluster struct {
 	dir       string
 	removeDir bool
 
-	mu    sync.Mutex // Guards nodes' paused flags and the clients map.
+	mu    sync.Mutex // Guards nodes' paused flags.
 	nodes []*Node    // Ordered by id.
 
-	clients map[string]*nodeClient // Keyed by listener address; see admin.go.
+	conns cluster.Conns // One client per listener address; see admin.go.
 }
 
 // ErrUnknownNode reports a node id that is not in the cluster.
@@ -150,7 +152,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 // the end of every node's log. Ports colliding with another process are
 // retried with new ones, as StartBroker does.
 func (d *Dist) StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
-	return retryPorts(ctx, func() (*Cluster, error) { return d.startCluster(ctx, opts) })
+	return cluster.RetryPorts(ctx, func() (*Cluster, error) { return d.startCluster(ctx, opts) })
 }
 
 func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err error) {
@@ -161,8 +163,8 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 	if brokers < 0 {
 		return nil, fmt.Errorf("apachekafka: ClusterOptions.Nodes %d is negative", brokers)
 	}
-	c := &Cluster{dist: d, clients: map[string]*nodeClient{}}
-	if c.dir, c.removeDir, err = workDir(opts.Dir, "apache-kafka-cluster-"); err != nil {
+	c := &Cluster{dist: d}
+	if c.dir, c.removeDir, err = cluster.WorkDir(opts.Dir, "apache-kafka-cluster-"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -180,7 +182,7 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 			return nil, fmt.Errorf("%w: NodeOverrides names node %d of %d", ErrUnknownNode, id, len(specs))
 		}
 	}
-	ports, err := freePorts(2 * len(specs))
+	ports, err := cluster.FreePorts(2 * len(specs))
 	if err != nil {
 		return nil, err
 	}
@@ -217,29 +219,12 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 		}
 	}
 
-	errs := make([]error, len(c.nodes))
-	var wg sync.WaitGroup
+	launches := make([]cluster.Launch, len(c.nodes))
 	for i, n := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = n.proc.launch(ctx)
-		}()
+		launches[i] = cluster.Launch{ID: n.ID, LogPath: n.LogPath(), Start: func() error { return n.proc.launch(ctx) }}
 	}
-	wg.Wait()
-	var failed []string
-	inUse := false
-	for i, e := range errs {
-		if e != nil {
-			failed = append(failed, fmt.Sprintf("node %d: %v", c.nodes[i].ID, e))
-			inUse = inUse || strings.Contains(readTail(c.nodes[i].LogPath(), 3000), "Address already in use")
-		}
-	}
-	if len(failed) > 0 {
-		if inUse {
-			return nil, fmt.Errorf("apachekafka: cluster: %w", errPortInUse)
-		}
-		return nil, fmt.Errorf("apachekafka: cluster did not start: %s\n%s", strings.Join(failed, "; "), c.Logs(3000))
+	if err := cluster.LaunchAll(launches, func() string { return c.Logs(3000) }); err != nil {
+		return nil, fmt.Errorf("apachekafka: %w", err)
 	}
 	return c, nil
 }
@@ -332,7 +317,7 @@ func (c *Cluster) prepareNode(ctx context.Context, n *Node, props map[string]str
 		return fmt.Errorf("apachekafka: create %s: %w", n.Dir, err)
 	}
 	propsPath := filepath.Join(n.Dir, "server.properties")
-	if err := os.WriteFile(propsPath, []byte(formatProperties(props)), 0o644); err != nil {
+	if err := os.WriteFile(propsPath, []byte(cluster.FormatProperties(props)), 0o644); err != nil {
 		return fmt.Errorf("apachekafka: write server.properties: %w", err)
 	}
 	b := &Broker{dist: c.dist, addr: n.Addr, ctrlAddr: n.ControllerAddr, dir: n.Dir,
@@ -399,6 +384,21 @@ func (c *Cluster) BrokerIDs() []int {
 // Bootstrap returns every broker's address as a comma list, for
 // bootstrap.servers or kgo.SeedBrokers(strings.Split(..., ",")...).
 func (c *Cluster) Bootstrap() string { return strings.Join(c.BrokerAddrs(), ",") }
+
+// Seeds returns every broker's address (cluster.Cluster).
+func (c *Cluster) Seeds() []string { return c.BrokerAddrs() }
+
+// Name returns "Apache Kafka" and the version (cluster.Cluster).
+func (c *Cluster) Name() string { return "Apache Kafka " + c.dist.version }
+
+// ControllerAddr returns node id's CONTROLLER listener, or "" when it is
+// not a voter or not in the cluster.
+func (c *Cluster) ControllerAddr(id int) string {
+	if n := c.Node(id); n != nil {
+		return n.ControllerAddr
+	}
+	return ""
+}
 
 // BrokerAddrs returns every broker's address.
 func (c *Cluster) BrokerAddrs() []string {
@@ -517,16 +517,9 @@ func (c *Cluster) Close() error {
 			n.proc.logFile.Close()
 		}
 	}
-	c.mu.Lock()
-	for _, cl := range c.clients {
-		cl.close()
-	}
-	c.clients = map[string]*nodeClient{}
-	c.mu.Unlock()
-	if c.removeDir && os.Getenv("CASCADE_KEEP_KAFKA") == "" {
-		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("apachekafka: remove %s: %w", c.dir, err))
-		}
+	c.conns.Close()
+	if err := cluster.RemoveWorkDir(c.dir, c.removeDir, "CASCADE_KEEP_KAFKA"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -541,7 +534,9 @@ func (c *Cluster) Logs(n int) string {
 		if nd.proc == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "=== node %d (%s) log %s ===\n%s\n", nd.ID, nd.Roles, nd.LogPath(), readTail(nd.LogPath(), n))
+		fmt.Fprintf(&b, "=== node %d (%s) log %s ===\n%s\n", nd.ID, nd.Roles, nd.LogPath(), cluster.ReadTail(nd.LogPath(), n))
 	}
 	return b.String()
 }
+
+var _ cluster.Cluster = (*Cluster)(nil)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cascade-kafka/cascade/matrix/clients/provision"
+
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // DefaultVersion is the Apache Kafka release the oracle runs: the newest 4.x
@@ -196,7 +198,7 @@ func resolve(ctx context.Context, dir, pom, version string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("apachekafka: mvn dependency:copy-dependencies for Kafka %s: %w\n%s", version, err, tail(out.String(), 4000))
+		return fmt.Errorf("apachekafka: mvn dependency:copy-dependencies for Kafka %s: %w\n%s", version, err, cluster.Tail(out.String(), 4000))
 	}
 	jar := filepath.Join(dir, "libs", "kafka_2.13-"+version+".jar")
 	if _, err := os.Stat(jar); err != nil {
@@ -269,11 +271,11 @@ func findJava(ctx context.Context) (string, error) {
 	}
 	out, err := exec.CommandContext(ctx, java, "-version").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("apachekafka: %s -version: %w: %s", java, err, tail(string(out), 500))
+		return "", fmt.Errorf("apachekafka: %s -version: %w: %s", java, err, cluster.Tail(string(out), 500))
 	}
 	major, ok := javaMajor(string(out))
 	if !ok {
-		return "", fmt.Errorf("apachekafka: cannot read the Java version from %q", tail(string(out), 200))
+		return "", fmt.Errorf("apachekafka: cannot read the Java version from %q", cluster.Tail(string(out), 200))
 	}
 	if major < 17 {
 		return "", fmt.Errorf("%w: %s is Java %d; Apache Kafka 4 needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)", ErrToolMissing, java, major)
@@ -323,7 +325,7 @@ func (d *Dist) Run(ctx context.Context, mainClass string, args ...string) ([]byt
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		return stdout.Bytes(), fmt.Errorf("apachekafka: %s %s: %w\nstdout:\n%s\nstderr:\n%s",
-			mainClass, strings.Join(args, " "), err, tail(stdout.String(), 2000), tail(stderr.String(), 4000))
+			mainClass, strings.Join(args, " "), err, cluster.Tail(stdout.String(), 2000), cluster.Tail(stderr.String(), 4000))
 	}
 	return stdout.Bytes(), nil
 }
@@ -345,12 +347,4 @@ func (d *Dist) DumpLog(ctx context.Context, files ...string) (string, error) {
 	}
 	out, err := d.Run(ctx, DumpLogSegmentsClass, "--deep-iteration", "--print-data-log", "--files", strings.Join(files, ","))
 	return string(out), err
-}
-
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // TestClusterFailoverTimes measures how long a three-node Apache Kafka
@@ -85,17 +87,11 @@ var failoverFigures = []string{figControllerElected, figControllerCreate, figLea
 	figLeaderAck, figRestartReady, figRestartISR, figCoordinatorCommit}
 
 func summarize(ds []time.Duration) string {
-	if len(ds) == 0 {
+	s, ok := cluster.SpreadOf(ds)
+	if !ok {
 		return "none"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
-	var runs []string
-	for _, d := range ds {
-		runs = append(runs, sec(d))
-	}
-	return fmt.Sprintf("%7s | %7s | %7s | %s", sec(s[0]), sec(s[len(s)/2]), sec(s[len(s)-1]), strings.Join(runs, " "))
+	return fmt.Sprintf("%7s | %7s | %7s | %s", s.Min, s.Median, s.Max, strings.Join(s.Runs, " "))
 }
 
 // waitHealthy waits until every node runs, every broker is registered and

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -32,9 +33,10 @@ type drv struct {
 	abandoned []*kgo.Client
 }
 
-// Open connects a franz-go driver to bootstrap.
+// Open connects a franz-go driver to bootstrap (a comma list, as
+// bootstrap.servers).
 func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
-	seeds := []string{bootstrap}
+	seeds := strings.Split(bootstrap, ",")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("matrix-franz-go"))
 	if err != nil {
 		return nil, fmt.Errorf("franz-go: %w", err)

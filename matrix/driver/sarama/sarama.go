@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,9 +43,10 @@ func baseConfig() *sarama.Config {
 	return cfg
 }
 
-// Open connects a sarama driver to bootstrap.
+// Open connects a sarama driver to bootstrap (a comma list, as
+// bootstrap.servers).
 func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
-	addrs := []string{bootstrap}
+	addrs := strings.Split(bootstrap, ",")
 	client, err := sarama.NewClient(addrs, baseConfig())
 	if err != nil {
 		return nil, fmt.Errorf("sarama: %w", err)
