@@ -55,12 +55,13 @@ type clusterNode struct {
 // node that a cluster node honours: broker registration and heartbeats,
 // fencing, and the quorum's timing.
 var clusterKeys = map[string]bool{
-	"broker.heartbeat.interval.ms":          true,
-	"broker.session.timeout.ms":             true,
-	"broker.rack":                           true,
-	"controller.quorum.election.timeout.ms": true,
-	"controller.quorum.fetch.timeout.ms":    true,
-	"controller.quorum.request.timeout.ms":  true,
+	"initial.broker.registration.timeout.ms": true, // the initial catch-up bound of a broker
+	"broker.heartbeat.interval.ms":           true,
+	"broker.session.timeout.ms":              true,
+	"broker.rack":                            true,
+	"controller.quorum.election.timeout.ms":  true,
+	"controller.quorum.fetch.timeout.ms":     true,
+	"controller.quorum.request.timeout.ms":   true,
 }
 
 // clusterIDFor returns the quorum's cluster id: cluster.id when set, else
@@ -106,9 +107,16 @@ func startClusterNode(ctx context.Context, bc *config.Broker, loggers *logging.L
 		}
 	}()
 	var err error
-	if c.Roles.Controller {
+	switch {
+	case c.Roles.Controller:
 		err = n.startController(ctx, loggers)
-	} else {
+		if err == nil && c.Roles.Broker {
+			err = n.awaitCatchUp(ctx, func(ctx context.Context) error {
+				_, err := n.voterCatchUp(ctx)
+				return err
+			})
+		}
+	default:
 		err = n.startObserver(ctx, loggers)
 	}
 	if err != nil {

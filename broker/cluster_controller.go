@@ -48,6 +48,15 @@ func newActiveController(n *clusterNode) *activeController {
 	return &activeController{n: n, seed: time.Now().UnixNano()}
 }
 
+// isActive reports whether this node's controller is active in the
+// quorum's current term: its activation barrier is committed.
+func (a *activeController) isActive() bool {
+	leader, term := a.n.raft.Leader()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.c != nil && leader == uint64(a.n.self) && a.term == term
+}
+
 // notController is the error of an operation on a node that is not (or no
 // longer) the active controller.
 func notController(format string, args ...any) error {

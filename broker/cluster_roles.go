@@ -153,31 +153,51 @@ func (n *clusterNode) startObserver(ctx context.Context, loggers *logging.Levels
 	if err != nil {
 		return err
 	}
-	bound := c.InitialRegistrationTimeout
+	return n.awaitCatchUp(ctx, func(ctx context.Context) error {
+		select {
+		case <-n.observer.CaughtUp():
+			return nil
+		case <-n.observer.Done():
+			return fmt.Errorf("broker: following the metadata quorum: %w", n.observer.Err())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// awaitCatchUp runs wait, the node's initial metadata catch-up: until it
+// returns, the broker store may hold less than the quorum had committed
+// when this node started, so the client listener does not serve yet (a
+// restarted node would list itself as live and lead its partitions at
+// their old epochs until the log replayed past its fencing), as Kafka's
+// BrokerServer waits for its initial catch-up. The wait is bounded by
+// initial.broker.registration.timeout.ms, after which the node gives up
+// starting, as Kafka's broker exits when it cannot register in time.
+func (n *clusterNode) awaitCatchUp(ctx context.Context, wait func(context.Context) error) error {
+	bound := n.bc.Cluster.InitialRegistrationTimeout
 	if bound <= 0 {
 		bound = time.Minute
 	}
-	wait := time.NewTimer(bound)
-	defer wait.Stop()
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 	start := time.Now()
-	select {
-	case <-n.observer.CaughtUp():
+	err := wait(wctx)
+	switch {
+	case err == nil:
 		n.logger.Info("broker caught up with the metadata log", "metadata.offset", n.broker.Image().Offset, "took", time.Since(start))
 		return nil
-	case <-n.observer.Done():
-		return fmt.Errorf("broker: following the metadata quorum: %w", n.observer.Err())
-	case <-ctx.Done():
+	case ctx.Err() != nil:
 		return ctx.Err()
-	case <-wait.C:
-		return fmt.Errorf("broker: no controller of controller.quorum.voters answered within initial.broker.registration.timeout.ms (%v)", bound)
+	case wctx.Err() != nil:
+		return fmt.Errorf("broker: the metadata log was not caught up within initial.broker.registration.timeout.ms (%v): no active controller of controller.quorum.voters answered", bound)
 	}
+	return err
 }
 
 // observerKeys are the keys a broker-only node honours beyond clusterKeys:
-// its initial catch-up bound and the pause between voters it fetches from.
+// the pause between voters it fetches from.
 var observerKeys = map[string]bool{
-	"initial.broker.registration.timeout.ms": true,
-	"controller.quorum.retry.backoff.ms":     true,
+	"controller.quorum.retry.backoff.ms": true,
 }
 
 // observerWait is how long a voter holds a broker-only node's fetch while

@@ -177,3 +177,7 @@ func observerEntries(ents []*pb.Entry) []Entry {
 	}
 	return out
 }
+
+// Applied returns the index the application has applied and a channel
+// closed when it moves past it.
+func (n *Node) Applied() (uint64, <-chan struct{}) { return n.appliedIndex() }

@@ -467,8 +467,51 @@ func TestClusterThreeProcesses(t *testing.T) {
 		}
 	}
 
+	// The restarted node serves only once it caught up with the metadata
+	// log: no answer of its own shows it leading at the epochs it had
+	// before its fencing.
+	fencedEpochs := map[int32]int32{}
+	if m, err := adm.Metadata(ctx, topic); err == nil {
+		for _, p := range m.Topics[topic].Partitions {
+			fencedEpochs[p.Partition] = p.LeaderEpoch
+		}
+	}
 	victim.start(t, bin, logs[ctlID-1])
 	restarted := time.Now()
+	stale := ""
+	waitFor(t, 60*time.Second, "the restarted node answering Metadata", func() bool {
+		conn, err := net.DialTimeout("tcp", victim.client, time.Second)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		rc, err := kgo.NewClient(kgo.SeedBrokers(victim.client))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(c, rc.SeedBrokers()[0])
+		if err != nil {
+			return false
+		}
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if p.Leader == ctlID && p.LeaderEpoch < fencedEpochs[p.Partition] {
+					stale = fmt.Sprintf("partition %d led by %d at epoch %d, fenced at epoch %d", p.Partition, p.Leader, p.LeaderEpoch, fencedEpochs[p.Partition])
+				}
+			}
+		}
+		return true
+	})
+	if stale != "" {
+		t.Fatalf("the restarted node answered from its pre-crash image: %s", stale)
+	}
 	waitFor(t, 60*time.Second, "the restarted broker leading its partitions again", func() bool {
 		now := leaders(topic)
 		for _, p := range byBroker[ctlID] {
