@@ -206,16 +206,6 @@ func (n *clusterNode) ControllerID() int32 {
 	return id
 }
 
-// CoordinatorID implements handler.Cluster: the lowest voter id, a node
-// every member agrees on without a record.
-func (n *clusterNode) CoordinatorID() int32 {
-	id := n.bc.Cluster.Voters[0].ID
-	for _, v := range n.bc.Cluster.Voters {
-		id = min(id, v.ID)
-	}
-	return id
-}
-
 // LiveBrokers implements handler.Cluster: the unfenced registrations of the
 // broker side's image, with their endpoint of this node's client listener
 // name, as Kafka's MetadataCache lists alive brokers of the listener the
