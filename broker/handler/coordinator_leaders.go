@@ -30,12 +30,16 @@ import (
 // segments.
 func (env *Env) offsetsTopicSpec() metadata.CreateTopic {
 	cfg := env.Config
+	rf := cfg.OffsetsTopicReplicationFactor
+	if env.Cluster != nil {
+		rf = cfg.Cluster.Replication.OffsetsTopicReplicationFactor
+	}
 	compact := "compact"
 	segment := strconv.Itoa(100 << 20)
 	return metadata.CreateTopic{
 		Name:              consumerOffsetsTopic,
 		NumPartitions:     cfg.OffsetsTopicNumPartitions,
-		ReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		ReplicationFactor: rf,
 		Configs:           map[string]*string{"cleanup.policy": &compact, "segment.bytes": &segment},
 	}
 }
@@ -46,13 +50,17 @@ func (env *Env) offsetsTopicSpec() metadata.CreateTopic {
 // writes uncompressed batches itself.
 func (env *Env) txnStateTopicSpec() metadata.CreateTopic {
 	cfg := env.Config
+	rf, isr := cfg.TransactionStateLogRF, cfg.TransactionStateLogMinISR
+	if env.Cluster != nil {
+		rf, isr = cfg.Cluster.Replication.TransactionStateLogRF, cfg.Cluster.Replication.TransactionStateLogMinISR
+	}
 	compact := "compact"
 	segment := strconv.Itoa(100 << 20)
-	minISR := strconv.Itoa(int(cfg.TransactionStateLogMinISR))
+	minISR := strconv.Itoa(int(isr))
 	return metadata.CreateTopic{
 		Name:              TransactionStateTopic,
 		NumPartitions:     cfg.TransactionStateLogNumPartitions,
-		ReplicationFactor: cfg.TransactionStateLogRF,
+		ReplicationFactor: rf,
 		Configs: map[string]*string{"cleanup.policy": &compact,
 			"segment.bytes": &segment, "min.insync.replicas": &minISR},
 	}
@@ -68,24 +76,32 @@ func (env *Env) createInternalTopic(t metadata.CreateTopic) error {
 	return nil
 }
 
+// clusterReplicationLimit is the largest replication factor a cluster
+// node gives an internal topic: partitions are not replicated yet, and the
+// controller refuses larger factors (a replica that never receives data
+// would claim a durability it does not have).
+const clusterReplicationLimit = 1
+
 // internalTopic returns the creation of an internal topic as this node
 // makes it: unchanged on a single node. On a cluster its partitions are
 // placed over the registered brokers as any topic's, so that the group and
-// transaction coordinators spread with their leadership, with replication
-// factor 1: partitions are not replicated yet and the controller refuses
-// larger factors, so offsets.topic.replication.factor and
-// transaction.state.log.replication.factor take effect only once they are.
-// A min.insync.replicas above that factor is lowered to it, or the topic
-// could never take an acks=all write.
+// transaction coordinators spread with their leadership. Its replication
+// factor (offsets.topic.replication.factor,
+// transaction.state.log.replication.factor: Kafka's 3 when unset) is
+// lowered to clusterReplicationLimit, and a min.insync.replicas above the
+// factor to the factor, or the topic could never take an acks=all write;
+// the configured values take effect once partitions replicate.
 func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
 	if env.Cluster == nil {
 		return t
 	}
-	t.ReplicationFactor = 1
-	if v, ok := t.Configs["min.insync.replicas"]; ok && v != nil && *v != "1" {
-		one := "1"
-		t.Configs = maps.Clone(t.Configs)
-		t.Configs["min.insync.replicas"] = &one
+	t.ReplicationFactor = min(t.ReplicationFactor, clusterReplicationLimit)
+	if v, ok := t.Configs["min.insync.replicas"]; ok && v != nil {
+		if n, err := strconv.Atoi(*v); err == nil && n > int(t.ReplicationFactor) {
+			factor := strconv.Itoa(int(t.ReplicationFactor))
+			t.Configs = maps.Clone(t.Configs)
+			t.Configs["min.insync.replicas"] = &factor
+		}
 	}
 	return t
 }
