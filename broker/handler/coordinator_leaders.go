@@ -151,14 +151,20 @@ type partitionLead struct {
 // internal topic's partitions: the partitions it serves or loads, and the
 // signal of a new image. It is owned by the coordinator's loop goroutine.
 type leadership struct {
-	topic   string
-	changed chan struct{} // a new image to follow (subscribe)
-	led     map[int32]partitionLead
-	gen     uint64
+	topic string
+	// reloadOnNewEpoch: a partition still led here at a new leader epoch
+	// is unloaded and loaded again, as Kafka's TransactionStateManager
+	// reloads at the new coordinator epoch; otherwise only its epoch
+	// changes, as Kafka's CoordinatorRuntime keeps a loaded shard.
+	reloadOnNewEpoch bool
+	changed          chan struct{} // a new image to follow (subscribe)
+	led              map[int32]partitionLead
+	gen              uint64
 }
 
-func newLeadership(topic string) leadership {
-	return leadership{topic: topic, changed: make(chan struct{}, 1), led: map[int32]partitionLead{}}
+func newLeadership(topic string, reloadOnNewEpoch bool) leadership {
+	return leadership{topic: topic, reloadOnNewEpoch: reloadOnNewEpoch, changed: make(chan struct{}, 1),
+		led: map[int32]partitionLead{}}
 }
 
 // subscribe signals l.changed on every commit of env's image (at most one
@@ -175,12 +181,12 @@ func (l *leadership) subscribe(env *Env) (cancel func()) {
 }
 
 // follow compares the partitions this node leads in the latest image with
-// those served: unload is called for each it no longer leads, or leads at
-// a new leader epoch, and load for each it has come to lead, now marked
-// loading at generation gen with its leader epoch. A partition whose
-// replica the partition manager has not opened yet is left for the next
-// image's signal. It returns the topic, nil when the image has none.
-func (l *leadership) follow(env *Env, unload func(n int32), load func(n int32, p *partition.Partition, gen uint64, epoch int32)) *metadata.Topic {
+// those served: unload is called for each it no longer leads (or leads at
+// a new leader epoch, with reloadOnNewEpoch), and load for each it has
+// come to lead, now marked loading at generation gen with its leader
+// epoch. A partition whose replica the partition manager has not opened
+// yet is left for the next image's signal.
+func (l *leadership) follow(env *Env, unload func(n int32), load func(n int32, p *partition.Partition, gen uint64, epoch int32)) {
 	want := map[int32]int32{}
 	t, ok := env.Meta.Image().Topic(l.topic)
 	if ok {
@@ -191,7 +197,14 @@ func (l *leadership) follow(env *Env, unload func(n int32), load func(n int32, p
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(l.led)) {
-		if e, ok := want[n]; !ok || e != l.led[n].epoch {
+		e, ok := want[n]
+		switch {
+		case ok && e == l.led[n].epoch:
+		case ok && !l.reloadOnNewEpoch:
+			p := l.led[n]
+			p.epoch = e
+			l.led[n] = p
+		default:
 			delete(l.led, n)
 			unload(n)
 		}
@@ -208,10 +221,6 @@ func (l *leadership) follow(env *Env, unload func(n int32), load func(n int32, p
 		l.led[n] = partitionLead{epoch: want[n], gen: l.gen, loading: true}
 		load(n, p, l.gen, want[n])
 	}
-	if !ok {
-		return nil
-	}
-	return t
 }
 
 // pending calls follow when a signal is waiting, so that a request sees at

@@ -345,38 +345,45 @@ func TestClusterTxnCoordinatorFollowsLeadership(t *testing.T) {
 }
 
 func TestLeadershipFollow(t *testing.T) {
-	c := newClusterTestEnv(t)
-	l := newLeadership(consumerOffsetsTopic)
-	var loaded, unloaded []int32
-	follow := func() {
-		loaded, unloaded = nil, nil
-		l.follow(c.env, func(n int32) { unloaded = append(unloaded, n) },
-			func(n int32, _ *partition.Partition, _ uint64, _ int32) { loaded = append(loaded, n) })
-	}
-	follow()
-	if !slices.Equal(loaded, []int32{0, 2}) || unloaded != nil || l.code(0) != kerr.CoordinatorLoadInProgress.Code || l.code(1) != kerr.NotCoordinator.Code {
-		t.Fatalf("first image: loaded %v unloaded %v", loaded, unloaded)
-	}
-	if _, ok := l.loaded(2, l.led[2].gen); !ok || l.code(2) != 0 {
-		t.Fatalf("partition 2 not served after its load")
-	}
-	if l.stale(0, l.led[0].gen) || !l.stale(0, l.led[0].gen+99) {
-		t.Fatal("stale generation not told apart")
-	}
-	gen0 := l.led[0].gen
-	follow()
-	if loaded != nil || unloaded != nil {
-		t.Fatalf("same image: loaded %v unloaded %v", loaded, unloaded)
-	}
-	// A new leader epoch for a partition still led here reloads it.
-	c.moveLeader(t, consumerOffsetsTopic, 1)
-	follow()
-	if !slices.Equal(loaded, []int32{0}) || !slices.Equal(unloaded, []int32{0}) || !l.stale(0, gen0) {
-		t.Fatalf("new epoch: loaded %v unloaded %v", loaded, unloaded)
-	}
-	c.moveLeader(t, consumerOffsetsTopic, 2)
-	follow()
-	if loaded != nil || !slices.Equal(unloaded, []int32{0}) || l.code(0) != kerr.NotCoordinator.Code {
-		t.Fatalf("moved away: loaded %v unloaded %v", loaded, unloaded)
+	for _, reload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reloadOnNewEpoch=%v", reload), func(t *testing.T) {
+			c := newClusterTestEnv(t)
+			l := newLeadership(consumerOffsetsTopic, reload)
+			var loaded, unloaded []int32
+			follow := func() {
+				loaded, unloaded = nil, nil
+				l.follow(c.env, func(n int32) { unloaded = append(unloaded, n) },
+					func(n int32, _ *partition.Partition, _ uint64, _ int32) { loaded = append(loaded, n) })
+			}
+			follow()
+			if !slices.Equal(loaded, []int32{0, 2}) || unloaded != nil || l.code(0) != kerr.CoordinatorLoadInProgress.Code || l.code(1) != kerr.NotCoordinator.Code {
+				t.Fatalf("first image: loaded %v unloaded %v", loaded, unloaded)
+			}
+			if _, ok := l.loaded(2, l.led[2].gen); !ok || l.code(2) != 0 {
+				t.Fatalf("partition 2 not served after its load")
+			}
+			if l.stale(0, l.led[0].gen) || !l.stale(0, l.led[0].gen+99) {
+				t.Fatal("stale generation not told apart")
+			}
+			gen0 := l.led[0].gen
+			follow()
+			if loaded != nil || unloaded != nil {
+				t.Fatalf("same image: loaded %v unloaded %v", loaded, unloaded)
+			}
+			// A new leader epoch for a partition still led here.
+			c.moveLeader(t, consumerOffsetsTopic, 1)
+			follow()
+			if reload && (!slices.Equal(loaded, []int32{0}) || !slices.Equal(unloaded, []int32{0}) || !l.stale(0, gen0)) {
+				t.Fatalf("new epoch, reloading: loaded %v unloaded %v", loaded, unloaded)
+			}
+			if !reload && (loaded != nil || unloaded != nil || l.stale(0, gen0) || l.led[0].epoch != 8) {
+				t.Fatalf("new epoch, kept: loaded %v unloaded %v, lead %+v", loaded, unloaded, l.led[0])
+			}
+			c.moveLeader(t, consumerOffsetsTopic, 2)
+			follow()
+			if loaded != nil || !slices.Equal(unloaded, []int32{0}) || l.code(0) != kerr.NotCoordinator.Code {
+				t.Fatalf("moved away: loaded %v unloaded %v", loaded, unloaded)
+			}
+		})
 	}
 }

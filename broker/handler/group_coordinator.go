@@ -76,7 +76,7 @@ func NewGroupCoordinator(env *Env, cfg group.Config) *GroupCoordinator {
 	return &GroupCoordinator{
 		env: env, cfg: cfg,
 		calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
-		lead:    newLeadership(consumerOffsetsTopic),
+		lead:    newLeadership(consumerOffsetsTopic, false),
 		waiters: map[uint64]groupWaiter{},
 		seqs:    map[producerSeqKey]producerSeq{},
 	}

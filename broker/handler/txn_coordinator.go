@@ -95,7 +95,7 @@ func NewTxnCoordinator(env *Env, cfg TxnCoordinatorConfig) *TxnCoordinator {
 		cfg.MarkerRetryBackoff = 100 * time.Millisecond
 	}
 	return &TxnCoordinator{env: env, cfg: cfg, calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
-		lead: newLeadership(TransactionStateTopic)}
+		lead: newLeadership(TransactionStateTopic, true)}
 }
 
 // Start loads __transaction_state if it exists (completing transactions
