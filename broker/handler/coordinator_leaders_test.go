@@ -267,9 +267,38 @@ func TestClusterGroupCoordinatorFollowsLeadership(t *testing.T) {
 		return code == 0 && at == 5
 	})
 
+	// A request parked on a group of the partition (a join waiting out
+	// the initial rebalance delay) answers NOT_COORDINATOR when the
+	// partition is unloaded.
+	gc := c.env.Groups
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(3)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = g0, 30000, 30000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+	joined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { joined <- groupCall(c, join).(*kmsg.JoinGroupResponse) }()
+	eventually(t, "the join parked", func() bool {
+		n := make(chan int)
+		gc.calls <- func() { n <- len(gc.waiters) }
+		return <-n == 1
+	})
+	c.moveLeader(t, consumerOffsetsTopic, 2)
+	select {
+	case r := <-joined:
+		if r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("parked join after the partition moved: code %d, want NOT_COORDINATOR", r.ErrorCode)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("parked join not answered after the partition moved")
+	}
+	c.moveLeader(t, consumerOffsetsTopic, 1)
+	eventually(t, "offsets back again", func() bool {
+		at, code := fetchOffset(c, g0)
+		return code == 0 && at == 5
+	})
+
 	// While a partition loads, its groups answer
 	// COORDINATOR_LOAD_IN_PROGRESS, and ListGroups too.
-	gc := c.env.Groups
 	loading := make(chan struct{})
 	gc.calls <- func() {
 		l := gc.lead.led[0]
