@@ -416,3 +416,33 @@ func TestLeadershipFollow(t *testing.T) {
 		})
 	}
 }
+
+func TestInternalTopicFactorsOnCluster(t *testing.T) {
+	c := newClusterTestEnv(t)
+	c.env.Config.Cluster.Replication.OffsetsTopicReplicationFactor = 3
+	c.env.Config.Cluster.Replication.TransactionStateLogRF = 3
+	c.env.Config.Cluster.Replication.TransactionStateLogMinISR = 2
+	single := *c.env
+	single.Cluster = nil
+	for _, tc := range []struct {
+		name   string
+		env    *Env
+		spec   func(*Env) metadata.CreateTopic
+		rf     int16
+		minISR string // "" for none
+	}{
+		{"offsets on a cluster", c.env, (*Env).offsetsTopicSpec, 1, ""},
+		{"transaction state on a cluster", c.env, (*Env).txnStateTopicSpec, 1, "1"},
+		{"offsets on a single node", &single, (*Env).offsetsTopicSpec, single.Config.OffsetsTopicReplicationFactor, ""},
+		{"transaction state on a single node", &single, (*Env).txnStateTopicSpec, single.Config.TransactionStateLogRF,
+			fmt.Sprint(single.Config.TransactionStateLogMinISR)},
+	} {
+		got := tc.env.internalTopic(tc.spec(tc.env))
+		if got.ReplicationFactor != tc.rf || len(got.Assignments) != 0 {
+			t.Errorf("%s: factor %d, assignments %v; want factor %d placed by the controller", tc.name, got.ReplicationFactor, got.Assignments, tc.rf)
+		}
+		if v := got.Configs["min.insync.replicas"]; (v == nil) != (tc.minISR == "") || (v != nil && *v != tc.minISR) {
+			t.Errorf("%s: min.insync.replicas %v, want %q", tc.name, v, tc.minISR)
+		}
+	}
+}

@@ -175,6 +175,28 @@ func TestClusterCoordinators(t *testing.T) {
 		offLeaders, txnLeaders = leaders("__consumer_offsets"), leaders("__transaction_state")
 		return spread(offLeaders, parts) && spread(txnLeaders, parts)
 	})
+	// The configured factors (Kafka's 3 and min.insync.replicas 2 when
+	// unset) are lowered to 1 while partitions are not replicated.
+	for _, name := range []string{"__consumer_offsets", "__transaction_state"} {
+		m, err := adm.Metadata(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m.Topics[name].Partitions {
+			if len(p.Replicas) != 1 {
+				t.Fatalf("%s-%d has replicas %v, want 1", name, p.Partition, p.Replicas)
+			}
+		}
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "__transaction_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := rcs.On("__transaction_state", nil); err != nil {
+		t.Fatal(err)
+	} else if v := configValue(rc.Configs, "min.insync.replicas"); v != "1" {
+		t.Fatalf("__transaction_state min.insync.replicas %q, want 1", v)
+	}
 	// pick returns, for each node, an id whose partition it leads.
 	pick := func(prefix string, l map[int32]int32, partitionFor func(string, int32) int32) map[int32]string {
 		out := map[int32]string{}
@@ -381,4 +403,14 @@ func TestClusterCoordinators(t *testing.T) {
 	waitFor(t, 30*time.Second, "group "+groups[victim]+"'s offsets back", func() bool { return committed(groups[victim], 1) })
 	t.Logf("restarted node %d serves group %s's offsets %v after its start; test took %v", victim, groups[victim],
 		time.Since(restarted), time.Since(started))
+}
+
+// configValue returns the value of key among configs, "" when absent.
+func configValue(configs []kadm.Config, key string) string {
+	for _, c := range configs {
+		if c.Key == key && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
 }
