@@ -53,6 +53,7 @@ type clusterNode struct {
 
 	heartbeats *ctlClient // broker lifecycle requests
 	forwards   *ctlClient // forwarded admin requests and auto-creation
+	txnPeers   txnPeers   // transaction requests to other brokers
 
 	epoch atomic.Int64 // this broker's epoch; -1 until registered
 
@@ -119,6 +120,7 @@ func startClusterNode(ctx context.Context, bc *config.Broker, loggers *logging.L
 	}
 	n.heartbeats = newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout)
 	n.forwards = newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second)
+	n.txnPeers = newTxnPeers(n.self)
 	ok := false
 	defer func() {
 		if !ok {
@@ -183,6 +185,7 @@ func (n *clusterNode) close() error {
 	n.wg.Wait()
 	n.heartbeats.close()
 	n.forwards.close()
+	n.txnPeers.close()
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, quorum.ErrStopped) {
 		return err
 	}

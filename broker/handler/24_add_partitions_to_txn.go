@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -88,7 +87,7 @@ func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPa
 		for _, p := range rt.Partitions {
 			tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
 			tps = append(tps, tp)
-			if env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: p}) == nil {
+			if !env.partitionKnown(rt.Topic, p) {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 			}

@@ -1,7 +1,10 @@
 package handler
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/partition"
@@ -20,6 +23,13 @@ type Cluster interface {
 	// ControllerID returns the active controller's node id, -1 when none
 	// is known.
 	ControllerID() int32
+	// WriteTxnMarkers sends markers to live broker id, the leader of
+	// their partitions (Kafka's TransactionMarkerChannelManager).
+	WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error)
+	// AddPartitionsToTxn sends a verification, or a transactions v2
+	// add, to live broker id, a transactional id's coordinator (Kafka's
+	// AddPartitionsToTxnManager).
+	AddPartitionsToTxn(ctx context.Context, id int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 }
 
 // BrokerAddr is one broker as Metadata lists it.

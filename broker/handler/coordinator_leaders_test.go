@@ -27,6 +27,14 @@ type liveBrokers []BrokerAddr
 func (l liveBrokers) LiveBrokers() []BrokerAddr { return l }
 func (l liveBrokers) ControllerID() int32       { return 1 }
 
+func (l liveBrokers) WriteTxnMarkers(context.Context, int32, *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	return nil, errors.New("no other broker in this test")
+}
+
+func (l liveBrokers) AddPartitionsToTxn(context.Context, int32, *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	return nil, errors.New("no other broker in this test")
+}
+
 // diskLogs opens real logs of one log dir for the partition manager.
 type diskLogs struct{ m *log.Manager }
 

@@ -80,6 +80,9 @@ type txnShard struct {
 	n int32
 	m *txn.Coordinator
 	p *partition.Partition
+	// unloaded is set when the shard stops serving: its marker writers
+	// give up, the partition's next leader completes the transactions.
+	unloaded atomic.Bool
 }
 
 // NewTxnCoordinator returns a coordinator over env's metadata and
@@ -374,8 +377,11 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 	go func() {
 		defer c.wg.Done()
 		for _, tp := range mk.Partitions {
-			for {
-				err := c.WriteMarker(tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch)
+			for attempt := 0; ; attempt++ {
+				if s.unloaded.Load() {
+					return
+				}
+				err := c.writeMarkerTo(tp, mk)
 				if err == nil || !retriableMarkerError(err) {
 					if err != nil {
 						c.env.logger().Error("dropping transaction marker", "transactional_id", mk.TransactionalID,
@@ -383,8 +389,12 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 					}
 					break
 				}
-				c.env.logger().Warn("retrying transaction marker", "transactional_id", mk.TransactionalID,
-					"partition", tp.String(), "err", err)
+				if attempt%100 == 0 {
+					// A partition without a leader is retried until it
+					// has one: say so now and then, not every time.
+					c.env.logger().Warn("retrying transaction marker", "transactional_id", mk.TransactionalID,
+						"partition", tp.String(), "attempt", attempt+1, "err", err)
+				}
 				select {
 				case <-time.After(c.cfg.MarkerRetryBackoff):
 				case <-c.stop:
@@ -405,7 +415,7 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 // as TransactionMarkerRequestCompletionHandler retries storage and
 // leadership errors.
 func retriableMarkerError(err error) bool {
-	return errors.Is(err, log.ErrStorage)
+	return errors.Is(err, log.ErrStorage) || errors.Is(err, errMarkerRetriable)
 }
 
 // WriteMarker appends one commit or abort marker for a producer to a
@@ -566,7 +576,9 @@ func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transacti
 	case known && ongoing && logEpoch == epoch:
 		return g.RUnlock, nil
 	}
-	if add {
+	if node, remote := c.remoteCoordinator(transactionalID); remote {
+		err = c.remoteAddPartition(ctx, node, transactionalID, pid, epoch, tp, add)
+	} else if add {
 		err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
 	} else {
 		var res map[txn.TopicPartition]error

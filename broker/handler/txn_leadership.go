@@ -104,5 +104,8 @@ func (c *TxnCoordinator) finishLoad(n int32, s *txnShard, gen uint64, err error)
 // Kafka's removeTransactionsForTxnTopicPartition; the partition's next
 // leader completes them from the log.
 func (c *TxnCoordinator) unloadShard(n int32) {
+	if s := c.shards[n]; s != nil {
+		s.unloaded.Store(true)
+	}
 	delete(c.shards, n)
 }

@@ -342,6 +342,94 @@ func TestClusterCoordinators(t *testing.T) {
 	}
 	t.Logf("groups and transactions on all three coordinators done %v after start", time.Since(started))
 
+	// Exactly once across the nodes: a transactional id coordinated by
+	// node 1 consumes the data topic in a group coordinated by node 2 and
+	// copies it to a topic spread over all three; its coordinator sends
+	// markers to every partition's leader, and the leaders verify with it.
+	eosID, eosGroup := pick("eos", txnLeaders, txn.PartitionFor)[1], pick("eos-group", offLeaders, group.PartitionFor)[2]
+	const out = "coords-out"
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, out); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	waitFor(t, 20*time.Second, "the output topic spread", func() bool { return spread(leaders(out), parts) })
+	const inputs = parts + 3*3 // plain, then two committed and an end per transactional id
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tc.seeds...), kgo.TransactionalID(eosID),
+		kgo.ConsumerGroup(eosGroup), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := 0
+	deadline := time.Now().Add(45 * time.Second)
+	for copied < inputs && time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := sess.PollFetches(c)
+		cancel()
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("%s: Begin: %v", eosID, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Topic: out, Partition: r.Partition, Value: r.Value}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("%s: End: %v", eosID, err)
+		}
+		if committed {
+			copied += fs.NumRecords()
+		}
+	}
+	sess.Close()
+	if copied != inputs {
+		t.Fatalf("%s copied %d of %d records", eosID, copied, inputs)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the group's offsets at the data topic's ends", func() bool {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(c, eosGroup)
+		if err != nil || offs.Error() != nil {
+			return false
+		}
+		for p := range int32(parts) {
+			o, ok := offs.Lookup(topic, p)
+			e, _ := ends.Lookup(topic, p)
+			if !ok || o.At != e.Offset {
+				return false
+			}
+		}
+		return true
+	})
+	oc, err := kgo.NewClient(kgo.SeedBrokers(tc.seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPer := map[int32]int{}
+	seen := 0
+	deadline = time.Now().Add(30 * time.Second)
+	for seen < inputs && time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		oc.PollFetches(c).EachRecord(func(r *kgo.Record) { outPer[r.Partition]++; seen++ })
+		cancel()
+	}
+	// A little longer: nothing more may come.
+	c, cancelMore := context.WithTimeout(ctx, time.Second)
+	seen += oc.PollFetches(c).NumRecords()
+	cancelMore()
+	oc.Close()
+	if seen != inputs || len(outPer) != parts {
+		t.Fatalf("read_committed %s: %d records over partitions %v, want %d over %d", out, seen, outPer, inputs, parts)
+	}
+	t.Logf("%s (coordinator 1) copied %d records in group %s (coordinator 2) to %s on every node", eosID, copied, eosGroup, out)
+
 	// kill -9 of a node (not the active controller, so it is fenced at
 	// once) leading one group's partition.
 	md, err := adm.BrokerMetadata(ctx)
