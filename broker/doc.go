@@ -32,7 +32,9 @@
 // have no leader until it is unfenced, and so are its groups' and
 // transactional ids' coordinators: the internal topics are placed as any
 // topic, with factor 1, and each coordinator follows the leadership of its
-// internal-topic partition (handler/coordinator_leaders.go).
+// internal-topic partition (handler/coordinator_leaders.go). Transaction
+// markers and verifications travel between brokers on their client
+// listeners (cluster_coordinators.go).
 //
 // Use:
 //
