@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,18 +22,34 @@ import (
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
-// liveBrokers is a Cluster whose live brokers are fixed by the test.
-type liveBrokers []BrokerAddr
-
-func (l liveBrokers) LiveBrokers() []BrokerAddr { return l }
-func (l liveBrokers) ControllerID() int32       { return 1 }
-
-func (l liveBrokers) WriteTxnMarkers(context.Context, int32, *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
-	return nil, errors.New("no other broker in this test")
+// fakeCluster is a Cluster whose live brokers are fixed by the test and
+// whose inter-broker requests the test answers (nil: refused).
+type fakeCluster struct {
+	live    []BrokerAddr
+	mu      sync.Mutex
+	markers func(node int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error)
+	adds    func(node int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 }
 
-func (l liveBrokers) AddPartitionsToTxn(context.Context, int32, *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
-	return nil, errors.New("no other broker in this test")
+func (f *fakeCluster) LiveBrokers() []BrokerAddr { return f.live }
+func (f *fakeCluster) ControllerID() int32       { return 1 }
+
+func (f *fakeCluster) WriteTxnMarkers(_ context.Context, node int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.markers == nil {
+		return nil, errors.New("no other broker in this test")
+	}
+	return f.markers(node, req)
+}
+
+func (f *fakeCluster) AddPartitionsToTxn(_ context.Context, node int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.adds == nil {
+		return nil, errors.New("no other broker in this test")
+	}
+	return f.adds(node, req)
 }
 
 // diskLogs opens real logs of one log dir for the partition manager.
@@ -66,12 +83,14 @@ func (fixedWriter) AllocateProducerIDs() (int64, int64, error) { return 1000, 10
 // brokers 1 and 2 are live, 3 is not. Every internal topic has four
 // partitions: 0 led by this node at leader epoch 7 (and replicated on 2,
 // so the test can move it), 1 led by 2, 2 led by this node, 3 led by the
-// dead 3. The data topic "data" has one partition, led here.
+// dead 3. The data topic "data" has one partition, led here, "remote" one
+// led by 2.
 type clusterTestEnv struct {
-	env    *Env
-	st     *metadata.Store
-	offset int64
-	ids    map[string]metadata.UUID
+	env     *Env
+	cluster *fakeCluster
+	st      *metadata.Store
+	offset  int64
+	ids     map[string]metadata.UUID
 }
 
 func newClusterTestEnv(t *testing.T) *clusterTestEnv {
@@ -108,9 +127,10 @@ func newClusterTestEnv(t *testing.T) *clusterTestEnv {
 			t.Error(err)
 		}
 	})
-	c := &clusterTestEnv{st: st, ids: map[string]metadata.UUID{}}
+	c := &clusterTestEnv{st: st, ids: map[string]metadata.UUID{},
+		cluster: &fakeCluster{live: []BrokerAddr{{ID: 1, Host: "127.0.0.1", Port: 9091}, {ID: 2, Host: "127.0.0.1", Port: 9092}}}}
 	c.env = &Env{NodeID: 1, Host: "127.0.0.1", Port: 9091, Config: cfg, Meta: st, Partitions: pm,
-		Cluster: liveBrokers{{ID: 1, Host: "127.0.0.1", Port: 9091}, {ID: 2, Host: "127.0.0.1", Port: 9092}}}
+		Cluster: c.cluster}
 	var recs []metadata.Record
 	for i, name := range []string{consumerOffsetsTopic, TransactionStateTopic} {
 		id := metadata.UUID{byte(i + 1)}
@@ -122,8 +142,11 @@ func newClusterTestEnv(t *testing.T) *clusterTestEnv {
 			metadata.PartitionRecord{TopicID: id, Partition: 3, Replicas: []int32{3}, ISR: []int32{3}, Leader: 3})
 	}
 	c.ids["data"] = metadata.UUID{9}
+	c.ids["remote"] = metadata.UUID{10}
 	recs = append(recs, metadata.TopicRecord{Name: "data", ID: c.ids["data"]},
-		metadata.PartitionRecord{TopicID: c.ids["data"], Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+		metadata.PartitionRecord{TopicID: c.ids["data"], Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		metadata.TopicRecord{Name: "remote", ID: c.ids["remote"]},
+		metadata.PartitionRecord{TopicID: c.ids["remote"], Partition: 0, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2})
 	c.apply(t, recs...)
 
 	c.env.Txn = NewTxnCoordinator(c.env, TxnCoordinatorConfig{})

@@ -84,6 +84,22 @@ func startCluster(t *testing.T, extra ...string) *testCluster {
 	return tc
 }
 
+// partitionLeaders returns the leader of every partition of topic as
+// Metadata names it, nil when Metadata fails.
+func partitionLeaders(ctx context.Context, adm *kadm.Client, topic string) map[int32]int32 {
+	c, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	m, err := adm.Metadata(c, topic)
+	if err != nil {
+		return nil
+	}
+	out := map[int32]int32{}
+	for _, p := range m.Topics[topic].Partitions {
+		out[p.Partition] = p.Leader
+	}
+	return out
+}
+
 // findCoordinator asks node for the coordinator of key (coordinator type
 // typ: 0 group, 1 transaction) and returns its node id and error code; a
 // request that fails answers -1, -1.
@@ -141,19 +157,7 @@ func TestClusterCoordinators(t *testing.T) {
 		m, err := adm.BrokerMetadata(c)
 		return err == nil && len(m.Brokers) == 3
 	})
-	leaders := func(topic string) map[int32]int32 {
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		m, err := adm.Metadata(c, topic)
-		if err != nil {
-			return nil
-		}
-		out := map[int32]int32{}
-		for _, p := range m.Topics[topic].Partitions {
-			out[p.Partition] = p.Leader
-		}
-		return out
-	}
+	leaders := func(topic string) map[int32]int32 { return partitionLeaders(ctx, adm, topic) }
 	// spread reports whether every partition has a leader and each node
 	// leads one.
 	spread := func(l map[int32]int32, n int) bool {

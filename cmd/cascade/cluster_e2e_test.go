@@ -133,19 +133,7 @@ func TestClusterThreeProcesses(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
-	leaders := func(name string) map[int32]int32 {
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		m, err := adm.Metadata(c, name)
-		if err != nil {
-			return nil
-		}
-		out := map[int32]int32{}
-		for _, p := range m.Topics[name].Partitions {
-			out[p.Partition] = p.Leader
-		}
-		return out
-	}
+	leaders := func(name string) map[int32]int32 { return partitionLeaders(ctx, adm, name) }
 	var placed map[int32]int32
 	waitFor(t, 20*time.Second, "6 partitions with leaders", func() bool {
 		placed = leaders(topic)
