@@ -567,32 +567,57 @@ func (c *TxnCoordinator) Verify(ctx context.Context, transactionalID string, pid
 // v2: the epoch was bumped). On error there is nothing to release.
 func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transactionalID string, pid int64, epoch int16, tp txn.TopicPartition, add bool) (release func(), err error) {
 	g := c.gate(pid)
-	g.RLock()
-	logEpoch, ongoing, known := c.producerTxnState(tp, pid)
-	switch {
-	case known && logEpoch > epoch:
-		g.RUnlock()
-		return nil, fmt.Errorf("%w: epoch %d of producer %d is older than %d in %s", errStaleEpoch, epoch, pid, logEpoch, tp)
-	case known && ongoing && logEpoch == epoch:
-		return g.RUnlock, nil
-	}
-	if node, remote := c.remoteCoordinator(transactionalID); remote {
-		err = c.remoteAddPartition(ctx, node, transactionalID, pid, epoch, tp, add)
-	} else if add {
-		err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
-	} else {
-		var res map[txn.TopicPartition]error
-		res, err = c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+	retryUntil := time.Now().Add(addPartitionsRetryMax)
+	for {
+		g.RLock()
+		logEpoch, ongoing, known := c.producerTxnState(tp, pid)
+		switch {
+		case known && logEpoch > epoch:
+			g.RUnlock()
+			return nil, fmt.Errorf("%w: epoch %d of producer %d is older than %d in %s", errStaleEpoch, epoch, pid, logEpoch, tp)
+		case known && ongoing && logEpoch == epoch:
+			return g.RUnlock, nil
+		}
+		if node, remote := c.remoteCoordinator(transactionalID); remote {
+			err = c.remoteAddPartition(ctx, node, transactionalID, pid, epoch, tp, add)
+		} else if add {
+			err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
+		} else {
+			var res map[txn.TopicPartition]error
+			res, err = c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+			if err == nil {
+				err = res[tp]
+			}
+		}
 		if err == nil {
-			err = res[tp]
+			return g.RUnlock, nil
+		}
+		g.RUnlock()
+		// On a cluster the previous transaction's markers go to other
+		// nodes, so a transactions v2 producer's next batch often
+		// finds it still completing. As Kafka's ReplicaManager
+		// (KAFKA-18654), the add is retried for a while
+		// (add.partitions.to.txn.retry.backoff.ms and .max.ms) before the
+		// producer is told to retry, with the gate released so that the
+		// markers can land.
+		if c.env.Cluster == nil || !add || !errors.Is(err, txn.ErrConcurrentTransactions) || time.Now().After(retryUntil) {
+			return nil, err
+		}
+		select {
+		case <-time.After(addPartitionsRetryBackoff):
+		case <-ctx.Done():
+			return nil, err
 		}
 	}
-	if err != nil {
-		g.RUnlock()
-		return nil, err
-	}
-	return g.RUnlock, nil
 }
+
+// addPartitionsRetryBackoff and addPartitionsRetryMax are Kafka's defaults
+// of add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms.
+const (
+	addPartitionsRetryBackoff = 20 * time.Millisecond
+	addPartitionsRetryMax     = 100 * time.Millisecond
+)
 
 // errStaleEpoch is returned by BeginTransactionalAppend for a batch whose
 // epoch is older than the partition has seen (INVALID_PRODUCER_EPOCH).
