@@ -53,7 +53,7 @@ type clusterNode struct {
 
 	heartbeats *ctlClient // broker lifecycle requests
 	forwards   *ctlClient // forwarded admin requests and auto-creation
-	txnPeers   txnPeers   // transaction requests to other brokers
+	txnPeers   *txnPeers  // transaction requests to other brokers
 
 	epoch atomic.Int64 // this broker's epoch; -1 until registered
 

@@ -5,32 +5,54 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnPeers carries the inter-broker requests of transactions to other
-// brokers' client listeners, one connection per broker and channel:
-// markers from a coordinator to partition leaders, and verifications from
-// a partition leader to a transactional id's coordinator, as Kafka's
-// TransactionMarkerChannelManager and AddPartitionsToTxnManager. The two
-// channels are apart so that a slow coordinator does not hold up markers.
+// brokers' client listeners: markers from a coordinator to partition
+// leaders, and verifications from a partition leader to a transactional
+// id's coordinator, as Kafka's TransactionMarkerChannelManager and
+// AddPartitionsToTxnManager. Each channel has its own connection to each
+// broker, so that a broker slow to answer holds up only its own requests
+// of that kind.
 type txnPeers struct {
-	markers  *ctlClient
-	verifies *ctlClient
+	clientID string
+
+	mu       sync.Mutex
+	markers  map[int32]*ctlClient
+	verifies map[int32]*ctlClient
 }
 
-func newTxnPeers(self int32) txnPeers {
-	id := strconv.Itoa(int(self))
-	return txnPeers{markers: newCtlClient("cascade-txn-markers-"+id, 10*time.Second),
-		verifies: newCtlClient("cascade-txn-verify-"+id, 10*time.Second)}
+// txnPeerTimeout bounds one request to a peer.
+const txnPeerTimeout = 10 * time.Second
+
+func newTxnPeers(self int32) *txnPeers {
+	return &txnPeers{clientID: "cascade-txn-" + strconv.Itoa(int(self)),
+		markers: map[int32]*ctlClient{}, verifies: map[int32]*ctlClient{}}
 }
 
-func (p txnPeers) close() {
-	if p.markers != nil {
-		p.markers.close()
-		p.verifies.close()
+// client returns the connection of one channel to broker id.
+func (p *txnPeers) client(channel map[int32]*ctlClient, kind string, id int32) *ctlClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := channel[id]
+	if c == nil {
+		c = newCtlClient(p.clientID+"-"+kind, txnPeerTimeout)
+		channel[id] = c
+	}
+	return c
+}
+
+func (p *txnPeers) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ch := range []map[int32]*ctlClient{p.markers, p.verifies} {
+		for _, c := range ch {
+			c.close()
+		}
 	}
 }
 
@@ -44,13 +66,18 @@ func (n *clusterNode) brokerAddr(id int32) (string, error) {
 	return "", fmt.Errorf("broker: node %d is not a live broker", id)
 }
 
-// WriteTxnMarkers implements handler.Cluster.
-func (n *clusterNode) WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+// sendTxn sends req on one channel to live broker id.
+func (n *clusterNode) sendTxn(ctx context.Context, channel map[int32]*ctlClient, kind string, id int32, req kmsg.Request) (kmsg.Response, error) {
 	addr, err := n.brokerAddr(id)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := n.txnPeers.markers.do(ctx, addr, req)
+	return n.txnPeers.client(channel, kind, id).do(ctx, addr, req)
+}
+
+// WriteTxnMarkers implements handler.Cluster.
+func (n *clusterNode) WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp, err := n.sendTxn(ctx, n.txnPeers.markers, "markers", id, req)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +86,7 @@ func (n *clusterNode) WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.W
 
 // AddPartitionsToTxn implements handler.Cluster.
 func (n *clusterNode) AddPartitionsToTxn(ctx context.Context, id int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
-	addr, err := n.brokerAddr(id)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := n.txnPeers.verifies.do(ctx, addr, req)
+	resp, err := n.sendTxn(ctx, n.txnPeers.verifies, "verify", id, req)
 	if err != nil {
 		return nil, err
 	}
