@@ -126,8 +126,11 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, node int, typ int8, ke
 // partitions: with one group and one transactional id whose partition each
 // node leads, every node's FindCoordinator names that leader, a consumer
 // group on each commits and reads its offsets back, a transactional
-// producer on each commits and aborts and a read_committed consumer sees
-// exactly the committed records; after kill -9 of the node leading one
+// producer on each commits and aborts on partitions of two nodes and a
+// read_committed consumer sees exactly the committed records, and a
+// consume-transform-produce session whose transactional id, group and
+// partitions are on different nodes copies a topic exactly once; after
+// kill -9 of the node leading one
 // group's partition FindCoordinator answers COORDINATOR_NOT_AVAILABLE for
 // that group while the other groups keep committing, and the restarted
 // node serves the group's offsets again.
