@@ -154,6 +154,7 @@ func (n *clusterNode) close() error {
 	if n.brokerPart != nil {
 		n.heartbeats.close()
 		n.forwards.close()
+		n.txnPeers.close()
 	}
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, quorum.ErrStopped) {
 		return err
@@ -198,16 +199,6 @@ func (n *clusterNode) ControllerID() int32 {
 		return live[0].ID
 	}
 	return -1
-}
-
-// CoordinatorID implements handler.Cluster: the lowest voter id, a node
-// every member agrees on without a record.
-func (n *clusterNode) CoordinatorID() int32 {
-	id := n.bc.Cluster.Voters[0].ID
-	for _, v := range n.bc.Cluster.Voters {
-		id = min(id, v.ID)
-	}
-	return id
 }
 
 // LiveBrokers implements handler.Cluster: the unfenced registrations of the

@@ -46,6 +46,7 @@ type brokerPart struct {
 
 	heartbeats *ctlClient // broker lifecycle requests
 	forwards   *ctlClient // forwarded admin requests and auto-creation
+	txnPeers   *txnPeers  // transaction requests to other brokers
 
 	epoch atomic.Int64 // this broker's epoch; -1 until registered
 }
@@ -59,6 +60,7 @@ func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
 		broker:     metadata.NewReplica(&brokerWriter{n: n}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")}),
 		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout),
 		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second),
+		txnPeers:   newTxnPeers(n.self),
 	}
 	p.epoch.Store(-1)
 	return p

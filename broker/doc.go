@@ -42,8 +42,12 @@
 //
 // Until partitions are replicated: topics have replication factor 1 (a
 // higher one is INVALID_REPLICATION_FACTOR), a fenced broker's partitions
-// have no leader until it is unfenced, and the internal topics live on the
-// lowest voter, which is every group and transaction coordinator.
+// have no leader until it is unfenced, and so are its groups' and
+// transactional ids' coordinators: the internal topics are placed as any
+// topic, with factor 1, and each coordinator follows the leadership of its
+// internal-topic partition (handler/coordinator_leaders.go). Transaction
+// markers and verifications travel between brokers on their client
+// listeners (cluster_coordinators.go).
 //
 // Use:
 //

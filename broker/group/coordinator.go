@@ -343,14 +343,32 @@ func (c *Coordinator) groupExists(id string) bool {
 // LoadComplete is called after the caller has replayed a partition: members
 // loaded from the log get fresh session timers, as Kafka does on load.
 func (c *Coordinator) LoadComplete(now time.Time) {
+	c.loadComplete(now, func(string) bool { return true })
+}
+
+// LoadPartitionComplete is LoadComplete for the groups of one
+// __consumer_offsets partition only, for a node that loads partitions as it
+// becomes their leader: the members of groups it already served keep their
+// session deadlines.
+func (c *Coordinator) LoadPartitionComplete(now time.Time, partition int32) {
+	c.loadComplete(now, func(g string) bool { return c.Partition(g) == partition })
+}
+
+func (c *Coordinator) loadComplete(now time.Time, loaded func(group string) bool) {
 	c.now = now
 	for _, g := range sortedKeys(c.classic) {
+		if !loaded(g) {
+			continue
+		}
 		grp := c.classic[g]
 		for _, id := range grp.order {
 			c.scheduleClassicHeartbeat(grp, grp.members[id])
 		}
 	}
 	for _, g := range sortedKeys(c.consumer) {
+		if !loaded(g) {
+			continue
+		}
 		grp := c.consumer[g]
 		grp.subMeta = grp.fingerprint(c)
 		for _, id := range sortedKeys(grp.members) {

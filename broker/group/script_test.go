@@ -154,6 +154,31 @@ func args(words []string) (pos []string, kv map[string]string) {
 	return pos, kv
 }
 
+// replay feeds the coordinator the logged records of the partitions in
+// and returns how many it fed.
+func (h *harness) replay(t *testing.T, in func(partition int32) bool) int {
+	n := 0
+	for _, e := range h.log {
+		if !in(e.rec.Partition) {
+			continue
+		}
+		n++
+		var err error
+		switch {
+		case e.marker:
+			h.c.CompleteTransaction(e.rec.Partition, e.rec.ProducerID, e.commit)
+		case e.rec.Transactional:
+			err = h.c.ReplayTransactional(e.rec.ProducerID, e.rec.Key, e.rec.Value)
+		default:
+			err = h.c.Replay(e.rec.Key, e.rec.Value)
+		}
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+	}
+	return n
+}
+
 func atoi(s string, def int) int {
 	if s == "" {
 		return def
@@ -300,22 +325,17 @@ func (h *harness) run(t *testing.T, line string) string {
 		h.c.Tick(h.now)
 	case "restart":
 		h.reset()
-		for _, e := range h.log {
-			var err error
-			switch {
-			case e.marker:
-				h.c.CompleteTransaction(e.rec.Partition, e.rec.ProducerID, e.commit)
-			case e.rec.Transactional:
-				err = h.c.ReplayTransactional(e.rec.ProducerID, e.rec.Key, e.rec.Value)
-			default:
-				err = h.c.Replay(e.rec.Key, e.rec.Value)
-			}
-			if err != nil {
-				t.Fatalf("replay: %v", err)
-			}
-		}
+		h.replay(t, func(int32) bool { return true })
 		h.c.LoadComplete(h.now)
 		return fmt.Sprintf("replayed %d records\n", len(h.log))
+	case "reload":
+		// reload p=N drops partition N's groups and replays its records,
+		// as a node that just became the partition's leader loads it.
+		n := int32(atoi(kv["p"], 0))
+		h.c.Unload(n)
+		replayed := h.replay(t, func(p int32) bool { return p == n })
+		h.c.LoadPartitionComplete(h.now, n)
+		return fmt.Sprintf("replayed %d records of p%d\n", replayed, n)
 	case "join":
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Version = int16(atoi(kv["v"], 9))

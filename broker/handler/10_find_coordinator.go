@@ -16,44 +16,48 @@ import (
 //   - v6: share coordinator keys (KIP-932), answered INVALID_REQUEST
 //
 // On a single node this broker leads every partition of the internal
-// topics, so it is every coordinator; on a cluster the coordinator node
-// (Cluster.CoordinatorID) is, while it is live. As Kafka, a group key makes sure
-// __consumer_offsets exists first; while it cannot be created the answer is
-// COORDINATOR_NOT_AVAILABLE.
+// topics, so it is every coordinator; as Kafka, a group key makes sure
+// __consumer_offsets exists first. On a cluster the coordinator of a key
+// is the leader of its internal topic's partition (clusterCoordinator),
+// the topic created on first use for either kind of key; without a live
+// leader the answer is COORDINATOR_NOT_AVAILABLE, as it is while the topic
+// cannot be created.
 func init() { register(10, 0, 6, handleFindCoordinator) }
 
 func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	coord, live := env.coordinator()
-	find := func(key string) (int16, *string) {
-		if r.CoordinatorType == 0 || r.CoordinatorType == 1 {
-			if !live {
-				return kerr.CoordinatorNotAvailable.Code, nil
-			}
-			if env.notCoordinator() {
-				// The coordinator node loads its state on the
-				// group and transaction requests it receives.
-				return 0, nil
-			}
-		}
+	find := func(key string) (BrokerAddr, int16, *string) {
+		self := BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}
 		switch r.CoordinatorType {
 		case 0:
-			if env.Groups == nil || env.Groups.EnsureLoaded(ctx) != nil {
-				return kerr.CoordinatorNotAvailable.Code, nil
+			if env.Groups == nil {
+				return self, kerr.CoordinatorNotAvailable.Code, nil
+			}
+			if env.Cluster != nil {
+				b, code := env.clusterCoordinator(r.CoordinatorType, key)
+				return b, code, nil
+			}
+			if env.Groups.EnsureLoaded(ctx) != nil {
+				return self, kerr.CoordinatorNotAvailable.Code, nil
 			}
 		case 1:
 			if env.Txn == nil {
-				return kerr.CoordinatorNotAvailable.Code, nil
+				return self, kerr.CoordinatorNotAvailable.Code, nil
+			}
+			if env.Cluster != nil {
+				b, code := env.clusterCoordinator(r.CoordinatorType, key)
+				return b, code, nil
 			}
 		default:
 			msg := "Unsupported coordinator type"
-			return kerr.InvalidRequest.Code, &msg
+			return self, kerr.InvalidRequest.Code, &msg
 		}
-		return 0, nil
+		return self, 0, nil
 	}
 	if r.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = find(r.CoordinatorKey)
+		var coord BrokerAddr
+		coord, resp.ErrorCode, resp.ErrorMessage = find(r.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = -1, "", -1
 		if resp.ErrorCode == 0 {
 			resp.NodeID, resp.Host, resp.Port = coord.ID, coord.Host, coord.Port
@@ -62,7 +66,8 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	}
 	for _, key := range r.CoordinatorKeys {
 		c := kmsg.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1}
-		c.ErrorCode, c.ErrorMessage = find(key)
+		var coord BrokerAddr
+		coord, c.ErrorCode, c.ErrorMessage = find(key)
 		if c.ErrorCode == 0 {
 			c.NodeID, c.Host, c.Port = coord.ID, coord.Host, coord.Port
 		}

@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -20,13 +19,16 @@ import (
 //     Without VerifyOnly a v4+ request adds the partitions for a
 //     transactions v2 producer (KIP-890 part 2), as Kafka's
 //     TransactionVersion.transactionVersionForAddPartitionsToTxn: Cascade
-//     does this in-process for Produce v12 and TxnOffsetCommit v5, and
-//     answers the request for other brokers and tools alike.
+//     does this in-process for Produce v12 and TxnOffsetCommit v5 when the
+//     transactional id's coordinator is on the same node, sends this
+//     request to it otherwise (txn_peers.go), and answers it for other
+//     brokers and tools alike.
 //   - v5: the TRANSACTION_ABORTABLE error (KIP-890); before it a partition
 //     outside the transaction is INVALID_TXN_STATE
 //
 // As KafkaApis.handleAddPartitionsToTxnRequest, a partition of an unknown
-// topic fails with UNKNOWN_TOPIC_OR_PARTITION and the rest of its
+// topic (on a cluster: one the metadata image does not have; its leader
+// may be another node) fails with UNKNOWN_TOPIC_OR_PARTITION and the rest of its
 // transaction with OPERATION_NOT_ATTEMPTED; otherwise every partition gets
 // the coordinator's answer.
 func init() { register(24, 0, 5, handleAddPartitionsToTxn) }
@@ -88,7 +90,7 @@ func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPa
 		for _, p := range rt.Partitions {
 			tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
 			tps = append(tps, tp)
-			if env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: p}) == nil {
+			if !env.partitionKnown(rt.Topic, p) {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 			}

@@ -18,9 +18,11 @@ import (
 //     TxnCoordinator.WriteMarkerVersion); v1 markers are checked as
 //     transactions v1 are.
 //
-// The transaction coordinator writes its own markers in-process; this API serves tools
-// such as kafka-transactions.sh abort (KIP-664), which end a hanging
-// transaction by writing its marker directly. As
+// The transaction coordinator writes the markers of partitions led by its
+// own node in-process, and sends this request to the leaders of the others
+// on a cluster (txn_peers.go); it also serves tools such as
+// kafka-transactions.sh abort (KIP-664), which end a hanging transaction by
+// writing its marker directly. As
 // KafkaApis.handleWriteTxnMarkersRequest, a partition not hosted here is
 // UNKNOWN_TOPIC_OR_PARTITION.
 func init() { register(27, 1, 2, handleWriteTxnMarkers) }

@@ -1,16 +1,21 @@
 package handler
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
 
 // Cluster is what the handlers of a node in a multi-node cluster need
-// beyond the single node's Env: the live brokers Metadata and
-// DescribeCluster list and the active controller. Env.Cluster nil is the
-// single node, which names itself for both.
+// beyond the single node's Env: the live brokers Metadata, DescribeCluster
+// and FindCoordinator list and the active controller. Partition leaders,
+// and so the group and transaction coordinators (the leaders of the
+// internal topics' partitions), come from the metadata image. Env.Cluster
+// nil is the single node, which names itself for all of them.
 type Cluster interface {
 	// LiveBrokers returns the unfenced registered brokers with the
 	// advertised endpoint of the client listener, in id order.
@@ -18,12 +23,13 @@ type Cluster interface {
 	// ControllerID returns the active controller's node id, -1 when none
 	// is known.
 	ControllerID() int32
-	// CoordinatorID returns the node that hosts every partition of the
-	// internal topics (__consumer_offsets, __transaction_state) and so
-	// is the group and transaction coordinator: until partitions are
-	// replicated, coordinators stay on this one node rather than move
-	// with partition leadership.
-	CoordinatorID() int32
+	// WriteTxnMarkers sends markers to live broker id, the leader of
+	// their partitions (Kafka's TransactionMarkerChannelManager).
+	WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error)
+	// AddPartitionsToTxn sends a verification, or a transactions v2
+	// add, to live broker id, a transactional id's coordinator (Kafka's
+	// AddPartitionsToTxnManager).
+	AddPartitionsToTxn(ctx context.Context, id int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 }
 
 // BrokerAddr is one broker as Metadata lists it.
@@ -77,45 +83,6 @@ func (env *Env) notLeaderCode(topic string, part int32, p *partition.Partition) 
 		return kerr.NotLeaderForPartition.Code
 	}
 	return 0
-}
-
-// coordinator returns the node FindCoordinator names: this node alone, or
-// the cluster's coordinator node while it is live; ok is false when it is
-// not.
-func (env *Env) coordinator() (BrokerAddr, bool) {
-	if env.Cluster == nil {
-		return BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}, true
-	}
-	id := env.Cluster.CoordinatorID()
-	for _, b := range env.Cluster.LiveBrokers() {
-		if b.ID == id {
-			return b, true
-		}
-	}
-	return BrokerAddr{}, false
-}
-
-// notCoordinator reports whether this node is a cluster node that is not
-// the coordinator node: group requests sent here answer NOT_COORDINATOR,
-// as Kafka's for a group whose partition this broker does not lead.
-func (env *Env) notCoordinator() bool {
-	return env.Cluster != nil && env.Cluster.CoordinatorID() != env.NodeID
-}
-
-// internalTopic returns the creation of an internal topic as this node
-// makes it: unchanged on a single node; on a cluster with every partition
-// assigned to the coordinator node, so that its coordinator holds them all.
-func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
-	if env.Cluster == nil {
-		return t
-	}
-	id := env.Cluster.CoordinatorID()
-	t.Assignments = make([]metadata.Assignment, t.NumPartitions)
-	for i := range t.Assignments {
-		t.Assignments[i] = metadata.Assignment{Partition: int32(i), Replicas: []int32{id}}
-	}
-	t.NumPartitions, t.ReplicationFactor = -1, -1
-	return t
 }
 
 // currentLeader returns the leader and leader epoch of a partition in the

@@ -11,13 +11,13 @@ import (
 // returns while a coordinator loads it.
 const loadChunk = 1 << 20
 
-// forEachBatch reads p from its log start to its log end, in chunks, and
+// forEachBatch reads p from offset from to its log end, in chunks, and
 // calls fn with every batch in offset order: the loading loop shared by the
 // group and transaction coordinators (Kafka's CoordinatorLoaderImpl and
 // TransactionStateManager read their partitions the same way). A batch the
 // previous chunk already covered is not passed again.
-func forEachBatch(p *partition.Partition, fn func(record.Batch) error) error {
-	off := p.LogStartOffset()
+func forEachBatch(p *partition.Partition, from int64, fn func(record.Batch) error) error {
+	off := from
 	for off < p.LogEndOffset() {
 		rr, err := p.Read(off, loadChunk, partition.ReadLogEnd, true)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"strconv"
 	"sync"
 	"time"
 
@@ -26,19 +25,24 @@ import (
 // and answers a request only after its records are appended, under the
 // topic's flush policy; it ticks the state machine's timers from the broker
 // clock and replays __consumer_offsets at start, so offsets and groups
-// survive a restart.
+// survive a restart. A single node leads, and loads, every partition; a
+// cluster node loads a partition when the metadata image makes it the
+// leader and unloads it when another does (coordinator_leaders.go).
 type GroupCoordinator struct {
 	env *Env
 	cfg group.Config
 
-	calls chan func()
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	calls   chan func()
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	unsub   func()
+	loaders sync.WaitGroup
 
 	// Owned by the loop goroutine.
 	m       *group.Coordinator
 	parts   map[int32]*partition.Partition // nil until loaded
+	lead    leadership                     // cluster: the partitions served or loading
 	img     *metadata.Image                // image last given to SetTopics
 	waiters map[uint64]groupWaiter
 	nextID  uint64
@@ -72,6 +76,7 @@ func NewGroupCoordinator(env *Env, cfg group.Config) *GroupCoordinator {
 	return &GroupCoordinator{
 		env: env, cfg: cfg,
 		calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
+		lead:    newLeadership(consumerOffsetsTopic, false),
 		waiters: map[uint64]groupWaiter{},
 		seqs:    map[producerSeqKey]producerSeq{},
 	}
@@ -120,13 +125,17 @@ func GroupConfig(env *Env) group.Config {
 }
 
 // Start loads __consumer_offsets if it exists and starts the loop. Without
-// the topic, the first group request creates it.
+// the topic, the first group request creates it. A cluster node instead
+// follows the image: it loads the partitions it leads as the image shows
+// them, and FindCoordinator creates the topic.
 func (c *GroupCoordinator) Start() error {
 	if c.env.Txn != nil {
 		c.env.Txn.OnOffsetsMarker(c.onMarker)
 	}
 	var err error
-	if _, ok := c.env.Meta.Image().Topic(consumerOffsetsTopic); ok {
+	if c.env.Cluster != nil {
+		c.unsub = c.lead.subscribe(c.env)
+	} else if _, ok := c.env.Meta.Image().Topic(consumerOffsetsTopic); ok {
 		err = c.load(false)
 	}
 	go c.run()
@@ -135,8 +144,12 @@ func (c *GroupCoordinator) Start() error {
 
 // Close stops the loop; requests waiting on it get COORDINATOR_NOT_AVAILABLE.
 func (c *GroupCoordinator) Close() {
+	if c.unsub != nil {
+		c.unsub()
+	}
 	c.once.Do(func() { close(c.stop) })
 	<-c.done
+	c.loaders.Wait()
 }
 
 // groupTickMax bounds how long the loop sleeps between ticks.
@@ -150,6 +163,8 @@ func (c *GroupCoordinator) run() {
 		select {
 		case fn := <-c.calls:
 			fn()
+		case <-c.lead.changed:
+			c.followLeadership()
 		case <-t.C:
 			if c.m != nil {
 				c.m.Tick(c.env.now())
@@ -187,11 +202,12 @@ func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
 		// ListGroups goes to every broker, not through FindCoordinator:
 		// as Kafka, it does not create __consumer_offsets.
 		_, list := req.Msg.(*kmsg.ListGroupsRequest)
-		if !list && c.env.notCoordinator() {
-			ch <- group.ErrorResponse(req.Msg, kerr.NotCoordinator.Code)
-			return
-		}
-		if err := c.ensureLoaded(!list); err != nil {
+		if c.env.Cluster != nil {
+			if code := c.servingCode(req.Msg); code != 0 {
+				ch <- group.ErrorResponse(req.Msg, code)
+				return
+			}
+		} else if err := c.ensureLoaded(!list); err != nil {
 			c.env.logger().Warn("group coordinator unavailable", "err", err)
 			ch <- group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
 			return
@@ -244,7 +260,8 @@ func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
 func (c *GroupCoordinator) onMarker(partition int32, producerID int64, _ int16, commit bool) {
 	select {
 	case c.calls <- func() {
-		if c.m != nil {
+		// A partition still loading replays the marker from its log.
+		if c.m != nil && c.parts[partition] != nil {
 			c.m.CompleteTransaction(partition, producerID, commit)
 		}
 	}:
@@ -475,21 +492,31 @@ func (c *GroupCoordinator) appendBatch(b offsetsBatch) error {
 // parked on those groups are answered with COORDINATOR_NOT_AVAILABLE.
 func (c *GroupCoordinator) reload(n int32) {
 	c.m.Unload(n)
-	for id, w := range c.waiters {
-		for _, g := range group.GroupIDs(w.req) {
-			if c.m.Partition(g) == n {
-				w.ch <- group.ErrorResponse(w.req, kerr.CoordinatorNotAvailable.Code)
-				delete(c.waiters, id)
-				break
-			}
-		}
-	}
+	c.failWaiters(n, kerr.CoordinatorNotAvailable.Code)
 	if p := c.parts[n]; p != nil {
 		if err := c.replay(p, c.m); err != nil {
 			c.env.logger().Error("reloading __consumer_offsets", "partition", n, "err", err)
 		}
 	}
+	if c.env.Cluster != nil {
+		c.m.LoadPartitionComplete(c.env.now(), n)
+		return
+	}
 	c.m.LoadComplete(c.env.now())
+}
+
+// failWaiters answers the requests parked on groups of partition n with
+// code.
+func (c *GroupCoordinator) failWaiters(n int32, code int16) {
+	for id, w := range c.waiters {
+		for _, g := range group.GroupIDs(w.req) {
+			if c.m.Partition(g) == n {
+				w.ch <- group.ErrorResponse(w.req, code)
+				delete(c.waiters, id)
+				break
+			}
+		}
+	}
 }
 
 func (c *GroupCoordinator) ensureLoaded(create bool) error {
@@ -540,22 +567,9 @@ func (c *GroupCoordinator) load(create bool) error {
 	return nil
 }
 
-// createTopic creates __consumer_offsets with Kafka's
-// GroupCoordinator.groupMetadataTopicConfigs: compacted, 100 MiB segments.
+// createTopic creates __consumer_offsets (offsetsTopicSpec).
 func (c *GroupCoordinator) createTopic() error {
-	cfg := c.env.Config
-	compact := "compact"
-	segment := strconv.Itoa(100 << 20)
-	res := c.env.Meta.CreateTopics([]metadata.CreateTopic{c.env.internalTopic(metadata.CreateTopic{
-		Name:              consumerOffsetsTopic,
-		NumPartitions:     cfg.OffsetsTopicNumPartitions,
-		ReplicationFactor: cfg.OffsetsTopicReplicationFactor,
-		Configs:           map[string]*string{"cleanup.policy": &compact, "segment.bytes": &segment},
-	})}, false)[0]
-	if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
-		return fmt.Errorf("creating %s: %w", consumerOffsetsTopic, res.Err)
-	}
-	return nil
+	return c.env.createInternalTopic(c.env.offsetsTopicSpec())
 }
 
 // maxOffsetsRecordBytes caps a decompressed __consumer_offsets batch.
@@ -566,27 +580,30 @@ const maxOffsetsRecordBytes = 64 << 20
 // marker; a record that does not decode is skipped with a warning.
 func (c *GroupCoordinator) replay(p *partition.Partition, m *group.Coordinator) error {
 	n := p.TopicPartition().Partition
-	return forEachBatch(p, func(b record.Batch) error {
-		if b.Control() {
-			if ctl, err := b.ControlOf(); err == nil && (ctl.Type == record.ControlCommit || ctl.Type == record.ControlAbort) {
-				m.CompleteTransaction(n, b.ProducerID(), ctl.Type == record.ControlCommit)
-			}
-			return nil
+	return forEachBatch(p, p.LogStartOffset(), func(b record.Batch) error { return c.replayBatch(m, n, b) })
+}
+
+// replayBatch feeds one batch of partition n to m (replay).
+func (c *GroupCoordinator) replayBatch(m *group.Coordinator, n int32, b record.Batch) error {
+	if b.Control() {
+		if ctl, err := b.ControlOf(); err == nil && (ctl.Type == record.ControlCommit || ctl.Type == record.ControlAbort) {
+			m.CompleteTransaction(n, b.ProducerID(), ctl.Type == record.ControlCommit)
 		}
+		return nil
+	}
+	if b.Transactional() {
+		c.seqs[producerSeqKey{n, b.ProducerID()}] = producerSeq{epoch: b.ProducerEpoch(), next: b.LastSequence() + 1}
+	}
+	return replayRecords(b, maxOffsetsRecordBytes, func(offset int64, key, value []byte) {
+		var err error
 		if b.Transactional() {
-			c.seqs[producerSeqKey{n, b.ProducerID()}] = producerSeq{epoch: b.ProducerEpoch(), next: b.LastSequence() + 1}
+			err = m.ReplayTransactional(b.ProducerID(), key, value)
+		} else {
+			err = m.Replay(key, value)
 		}
-		return replayRecords(b, maxOffsetsRecordBytes, func(offset int64, key, value []byte) {
-			var err error
-			if b.Transactional() {
-				err = m.ReplayTransactional(b.ProducerID(), key, value)
-			} else {
-				err = m.Replay(key, value)
-			}
-			if err != nil {
-				c.env.logger().Warn("skipping __consumer_offsets record", "offset", offset, "err", err)
-			}
-		})
+		if err != nil {
+			c.env.logger().Warn("skipping __consumer_offsets record", "offset", offset, "err", err)
+		}
 	})
 }
 

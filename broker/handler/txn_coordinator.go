@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/log"
-	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/partition"
 	"github.com/cascade-kafka/cascade/broker/record"
 	"github.com/cascade-kafka/cascade/broker/txn"
@@ -42,7 +42,10 @@ type TxnCoordinatorConfig struct {
 // TransactionStateManager and TransactionMarkerChannelManager). It appends
 // the state machine's records to __transaction_state, writes commit and
 // abort markers to data partitions, aborts timed-out transactions, and
-// replays __transaction_state at start.
+// replays __transaction_state at start. A single node leads, and loads,
+// every partition; a cluster node loads the shard of a partition when the
+// metadata image makes it the leader, with the leader epoch as coordinator
+// epoch, and unloads it when another node does (coordinator_leaders.go).
 type TxnCoordinator struct {
 	env *Env
 	cfg TxnCoordinatorConfig
@@ -52,7 +55,8 @@ type TxnCoordinator struct {
 	done    chan struct{}
 	once    sync.Once
 	started atomic.Bool
-	wg      sync.WaitGroup // marker writers
+	wg      sync.WaitGroup // marker writers and shard loaders
+	unsub   func()
 
 	// gates orders transactional appends before markers: a produce holds
 	// its producer's gate shared from verification to append, a marker
@@ -64,6 +68,7 @@ type TxnCoordinator struct {
 
 	// Owned by the loop goroutine.
 	shards map[int32]*txnShard
+	lead   leadership // cluster: the partitions served or loading
 }
 
 // offsetsMarkerFunc is told of a marker written to a __consumer_offsets
@@ -75,6 +80,9 @@ type txnShard struct {
 	n int32
 	m *txn.Coordinator
 	p *partition.Partition
+	// unloaded is set when the shard stops serving: its marker writers
+	// give up, the partition's next leader completes the transactions.
+	unloaded atomic.Bool
 }
 
 // NewTxnCoordinator returns a coordinator over env's metadata and
@@ -89,16 +97,20 @@ func NewTxnCoordinator(env *Env, cfg TxnCoordinatorConfig) *TxnCoordinator {
 	if cfg.MarkerRetryBackoff <= 0 {
 		cfg.MarkerRetryBackoff = 100 * time.Millisecond
 	}
-	return &TxnCoordinator{env: env, cfg: cfg, calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{})}
+	return &TxnCoordinator{env: env, cfg: cfg, calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
+		lead: newLeadership(TransactionStateTopic, true)}
 }
 
 // Start loads __transaction_state if it exists (completing transactions
 // left prepared, as Kafka's loadTransactionsForTxnTopicPartition) and starts
 // the loop. Without the topic, it is created by the first transactional
-// request.
+// request. A cluster node instead follows the image, loading the
+// partitions it leads as the image shows them.
 func (c *TxnCoordinator) Start() error {
 	var err error
-	if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); ok {
+	if c.env.Cluster != nil {
+		c.unsub = c.lead.subscribe(c.env)
+	} else if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); ok {
 		err = c.load(false)
 	}
 	c.started.Store(true)
@@ -109,6 +121,9 @@ func (c *TxnCoordinator) Start() error {
 // Close stops the loop and the marker writers. Transactions in flight are
 // completed by the next start, from __transaction_state.
 func (c *TxnCoordinator) Close() {
+	if c.unsub != nil {
+		c.unsub()
+	}
 	c.once.Do(func() { close(c.stop) })
 	if c.started.Load() {
 		<-c.done
@@ -134,6 +149,8 @@ func (c *TxnCoordinator) run() {
 		select {
 		case fn := <-c.calls:
 			fn()
+		case <-c.lead.changed:
+			c.followLeadership()
 		case <-t.C:
 			now := c.nowMs()
 			for _, s := range c.shards {
@@ -264,6 +281,9 @@ var errNoTxnState = errors.New("handler: no __transaction_state yet")
 // loading the topic on first use; create makes the topic if it does not
 // exist (InitProducerId), otherwise its absence is errNoTxnState.
 func (c *TxnCoordinator) shardFor(id string, create bool) (*txnShard, error) {
+	if c.env.Cluster != nil {
+		return c.clusterShardFor(id, create)
+	}
 	if c.shards == nil {
 		if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); !ok && !create {
 			return nil, errNoTxnState
@@ -285,27 +305,13 @@ func (c *TxnCoordinator) shardFor(id string, create bool) (*txnShard, error) {
 // partition into a fresh coordinator. It runs before the loop starts or on
 // the loop.
 func (c *TxnCoordinator) load(create bool) error {
-	cfg := c.env.Config
 	t, ok := c.env.Meta.Image().Topic(TransactionStateTopic)
 	if !ok {
 		if !create {
 			return nil
 		}
-		// As Kafka's TransactionStateManager.transactionTopicConfigs,
-		// except compression.type: Cascade keeps the producer's codec,
-		// and the coordinator writes uncompressed batches itself.
-		compact := "compact"
-		segment := strconv.Itoa(100 << 20)
-		minISR := strconv.Itoa(int(cfg.TransactionStateLogMinISR))
-		res := c.env.Meta.CreateTopics([]metadata.CreateTopic{c.env.internalTopic(metadata.CreateTopic{
-			Name:              TransactionStateTopic,
-			NumPartitions:     cfg.TransactionStateLogNumPartitions,
-			ReplicationFactor: cfg.TransactionStateLogRF,
-			Configs: map[string]*string{"cleanup.policy": &compact,
-				"segment.bytes": &segment, "min.insync.replicas": &minISR},
-		})}, false)[0]
-		if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
-			return fmt.Errorf("%w: creating %s: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, res.Err)
+		if err := c.env.createInternalTopic(c.env.txnStateTopicSpec()); err != nil {
+			return fmt.Errorf("%w: %v", txn.ErrCoordinatorNotAvailable, err)
 		}
 		if t, ok = c.env.Meta.Image().Topic(TransactionStateTopic); !ok {
 			return fmt.Errorf("%w: %s not created", txn.ErrCoordinatorNotAvailable, TransactionStateTopic)
@@ -320,13 +326,7 @@ func (c *TxnCoordinator) load(create bool) error {
 			// a missing partition is a log that failed to open.
 			return fmt.Errorf("%w: %s-%d has no log", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n)
 		}
-		m := txn.New(txn.Config{
-			MaxTimeoutMs:       int32(cfg.TransactionMaxTimeout / time.Millisecond),
-			IDExpirationMs:     c.cfg.IDExpiration.Milliseconds(),
-			CoordinatorEpoch:   p.LeaderEpoch(),
-			TransactionVersion: finalizedTransactionVersion(),
-			NewProducerID:      c.env.Meta.NextProducerID,
-		})
+		m := c.newShardMachine(p.LeaderEpoch())
 		if err := c.replay(p, m); err != nil {
 			return fmt.Errorf("%w: loading %s-%d: %v", txn.ErrCoordinatorNotAvailable, TransactionStateTopic, n, err)
 		}
@@ -339,6 +339,18 @@ func (c *TxnCoordinator) load(create bool) error {
 	return nil
 }
 
+// newShardMachine returns the state machine of one __transaction_state
+// partition at the given coordinator epoch (the partition's leader epoch).
+func (c *TxnCoordinator) newShardMachine(coordinatorEpoch int32) *txn.Coordinator {
+	return txn.New(txn.Config{
+		MaxTimeoutMs:       int32(c.env.Config.TransactionMaxTimeout / time.Millisecond),
+		IDExpirationMs:     c.cfg.IDExpiration.Milliseconds(),
+		CoordinatorEpoch:   coordinatorEpoch,
+		TransactionVersion: finalizedTransactionVersion(),
+		NewProducerID:      c.env.Meta.NextProducerID,
+	})
+}
+
 // maxStateRecordBytes caps a decompressed __transaction_state batch.
 const maxStateRecordBytes = 64 << 20
 
@@ -346,7 +358,7 @@ const maxStateRecordBytes = 64 << 20
 // TransactionStateManager.loadTransactionMetadata; a record that does not
 // decode is skipped with a warning, as Kafka skips unknown versions.
 func (c *TxnCoordinator) replay(p *partition.Partition, m *txn.Coordinator) error {
-	return forEachBatch(p, func(b record.Batch) error {
+	return forEachBatch(p, p.LogStartOffset(), func(b record.Batch) error {
 		if b.Control() {
 			return nil
 		}
@@ -365,8 +377,11 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 	go func() {
 		defer c.wg.Done()
 		for _, tp := range mk.Partitions {
-			for {
-				err := c.WriteMarker(tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch)
+			for attempt := 0; ; attempt++ {
+				if s.unloaded.Load() {
+					return
+				}
+				err := c.writeMarkerTo(tp, mk)
 				if err == nil || !retriableMarkerError(err) {
 					if err != nil {
 						c.env.logger().Error("dropping transaction marker", "transactional_id", mk.TransactionalID,
@@ -374,8 +389,12 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 					}
 					break
 				}
-				c.env.logger().Warn("retrying transaction marker", "transactional_id", mk.TransactionalID,
-					"partition", tp.String(), "err", err)
+				if attempt%100 == 0 {
+					// A partition without a leader is retried until it
+					// has one: say so now and then, not every time.
+					c.env.logger().Warn("retrying transaction marker", "transactional_id", mk.TransactionalID,
+						"partition", tp.String(), "attempt", attempt+1, "err", err)
+				}
 				select {
 				case <-time.After(c.cfg.MarkerRetryBackoff):
 				case <-c.stop:
@@ -383,7 +402,12 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 				}
 			}
 		}
-		c.post(func() { c.process(s, s.m.MarkersWritten(mk.TransactionalID, c.nowMs()), nil) })
+		c.post(func() {
+			if c.shards[s.n] != s {
+				return // unloaded: the partition's next leader completes the transaction
+			}
+			c.process(s, s.m.MarkersWritten(mk.TransactionalID, c.nowMs()), nil)
+		})
 	}()
 }
 
@@ -391,7 +415,7 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 // as TransactionMarkerRequestCompletionHandler retries storage and
 // leadership errors.
 func retriableMarkerError(err error) bool {
-	return errors.Is(err, log.ErrStorage)
+	return errors.Is(err, log.ErrStorage) || errors.Is(err, errMarkerRetriable)
 }
 
 // WriteMarker appends one commit or abort marker for a producer to a
@@ -543,30 +567,57 @@ func (c *TxnCoordinator) Verify(ctx context.Context, transactionalID string, pid
 // v2: the epoch was bumped). On error there is nothing to release.
 func (c *TxnCoordinator) BeginTransactionalAppend(ctx context.Context, transactionalID string, pid int64, epoch int16, tp txn.TopicPartition, add bool) (release func(), err error) {
 	g := c.gate(pid)
-	g.RLock()
-	logEpoch, ongoing, known := c.producerTxnState(tp, pid)
-	switch {
-	case known && logEpoch > epoch:
-		g.RUnlock()
-		return nil, fmt.Errorf("%w: epoch %d of producer %d is older than %d in %s", errStaleEpoch, epoch, pid, logEpoch, tp)
-	case known && ongoing && logEpoch == epoch:
-		return g.RUnlock, nil
-	}
-	if add {
-		err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
-	} else {
-		var res map[txn.TopicPartition]error
-		res, err = c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+	retryUntil := time.Now().Add(addPartitionsRetryMax)
+	for {
+		g.RLock()
+		logEpoch, ongoing, known := c.producerTxnState(tp, pid)
+		switch {
+		case known && logEpoch > epoch:
+			g.RUnlock()
+			return nil, fmt.Errorf("%w: epoch %d of producer %d is older than %d in %s", errStaleEpoch, epoch, pid, logEpoch, tp)
+		case known && ongoing && logEpoch == epoch:
+			return g.RUnlock, nil
+		}
+		if node, remote := c.remoteCoordinator(transactionalID); remote {
+			err = c.remoteAddPartition(ctx, node, transactionalID, pid, epoch, tp, add)
+		} else if add {
+			err = c.AddPartitions(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp}, 2)
+		} else {
+			var res map[txn.TopicPartition]error
+			res, err = c.Verify(ctx, transactionalID, pid, epoch, []txn.TopicPartition{tp})
+			if err == nil {
+				err = res[tp]
+			}
+		}
 		if err == nil {
-			err = res[tp]
+			return g.RUnlock, nil
+		}
+		g.RUnlock()
+		// On a cluster the previous transaction's markers go to other
+		// nodes, so a transactions v2 producer's next batch often
+		// finds it still completing. As Kafka's ReplicaManager
+		// (KAFKA-18654), the add is retried for a while
+		// (add.partitions.to.txn.retry.backoff.ms and .max.ms) before the
+		// producer is told to retry, with the gate released so that the
+		// markers can land.
+		if c.env.Cluster == nil || !add || !errors.Is(err, txn.ErrConcurrentTransactions) || time.Now().After(retryUntil) {
+			return nil, err
+		}
+		select {
+		case <-time.After(addPartitionsRetryBackoff):
+		case <-ctx.Done():
+			return nil, err
 		}
 	}
-	if err != nil {
-		g.RUnlock()
-		return nil, err
-	}
-	return g.RUnlock, nil
 }
+
+// addPartitionsRetryBackoff and addPartitionsRetryMax are Kafka's defaults
+// of add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms.
+const (
+	addPartitionsRetryBackoff = 20 * time.Millisecond
+	addPartitionsRetryMax     = 100 * time.Millisecond
+)
 
 // errStaleEpoch is returned by BeginTransactionalAppend for a batch whose
 // epoch is older than the partition has seen (INVALID_PRODUCER_EPOCH).
@@ -624,27 +675,31 @@ func (c *TxnCoordinator) ListTransactions(ctx context.Context, f txn.ListFilter)
 	var unknown []string
 	var lerr error
 	err := c.call(ctx, func() {
-		if c.shards == nil {
-			if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); !ok {
-				// Nothing was ever transactional here.
-				for _, name := range f.States {
-					if _, ok := txn.ParseState(name); !ok {
-						unknown = append(unknown, name)
-					}
-				}
+		if c.env.Cluster != nil {
+			// A node that leads no partition of __transaction_state
+			// lists none, whether or not the topic exists.
+			if lerr = c.clusterListable(); lerr != nil {
 				return
 			}
-			if lerr = c.load(false); lerr != nil {
-				return
+		} else if c.shards == nil {
+			if _, ok := c.env.Meta.Image().Topic(TransactionStateTopic); ok {
+				if lerr = c.load(false); lerr != nil {
+					return
+				}
 			}
 		}
-		now := c.nowMs()
-		for n := int32(0); n < int32(len(c.shards)); n++ {
-			s := c.shards[n]
-			if s == nil {
-				continue
+		if len(c.shards) == 0 {
+			// Nothing transactional here.
+			for _, name := range f.States {
+				if _, ok := txn.ParseState(name); !ok {
+					unknown = append(unknown, name)
+				}
 			}
-			ds, u, err := s.m.List(f, now)
+			return
+		}
+		now := c.nowMs()
+		for _, n := range slices.Sorted(maps.Keys(c.shards)) {
+			ds, u, err := c.shards[n].m.List(f, now)
 			if err != nil {
 				lerr = err
 				return

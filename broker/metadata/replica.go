@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/cascade-kafka/cascade/broker/config"
 )
@@ -85,11 +87,11 @@ func (s *Store) RestoreSnapshot(offset int64, batch []byte) error {
 	return nil
 }
 
-// publishLocked stores next as the image and calls the subscribers. Called
-// with s.mu held.
+// publishLocked stores next as the image and calls the subscribers in the
+// order they subscribed. Called with s.mu held.
 func (s *Store) publishLocked(prev, next *Image) {
 	s.img.Store(next)
-	for _, fn := range s.subs {
-		fn(prev, next)
+	for _, id := range slices.Sorted(maps.Keys(s.subs)) {
+		s.subs[id](prev, next)
 	}
 }

@@ -188,7 +188,9 @@ func (s *Store) Broker() *config.Broker { return s.opts.Broker }
 // Subscribe calls fn(Empty(), current) at once, then fn(prev, next) after
 // every commit, in commit order, from the committing goroutine while the
 // store's write lock is held: fn must be quick and must not write to the
-// store. The partition manager uses it to create, delete and reconfigure
+// store. Subscribers of one commit are called in the order they
+// subscribed, so one that subscribed after the partition manager finds the
+// partitions of next already opened. The partition manager uses it to create, delete and reconfigure
 // logs (see Diff). The returned func cancels the subscription.
 func (s *Store) Subscribe(fn func(prev, next *Image)) (cancel func()) {
 	s.mu.Lock()
@@ -222,10 +224,7 @@ func (s *Store) commit(recs []Record) error {
 	if err := s.journal.Append(EncodeBatch(recs)); err != nil {
 		return fmt.Errorf("%w: %w", ErrStorage, err)
 	}
-	s.img.Store(next)
-	for _, fn := range s.subs {
-		fn(prev, next)
-	}
+	s.publishLocked(prev, next)
 	return nil
 }
 

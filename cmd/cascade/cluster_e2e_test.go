@@ -5,11 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/group"
 )
 
 // clusterProc is one cascade process of a three-node test cluster.
@@ -84,55 +82,8 @@ func TestClusterThreeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/cascade and starts three processes")
 	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "cascade")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	procs := make([]*clusterProc, 3)
-	var voters []string
-	ctlPorts := make([]int, 3)
-	for i := range procs {
-		ctlPorts[i] = freePort(t)
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctlPorts[i]))
-	}
-	logs := make([]*syncBuffer, 3)
-	var seeds []string
-	for i := range procs {
-		p := &clusterProc{id: i + 1, dir: filepath.Join(tmp, "node"+strconv.Itoa(i+1))}
-		port := freePort(t)
-		p.client = fmt.Sprintf("127.0.0.1:%d", port)
-		seeds = append(seeds, p.client)
-		p.conf = filepath.Join(tmp, fmt.Sprintf("server-%d.properties", i+1))
-		props := strings.Join([]string{
-			"process.roles=broker,controller",
-			"node.id=" + strconv.Itoa(i+1),
-			"controller.quorum.voters=" + strings.Join(voters, ","),
-			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", p.client, ctlPorts[i]),
-			"controller.listener.names=CONTROLLER",
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-			"log.dirs=" + p.dir,
-		}, "\n") + "\n"
-		if err := os.WriteFile(p.conf, []byte(props), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		logs[i] = &syncBuffer{}
-		procs[i] = p
-	}
-	for i, p := range procs {
-		p.start(t, bin, logs[i])
-	}
-	defer func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for i := range procs {
-				t.Logf("node %d log:\n%s", i+1, logs[i].String())
-			}
-		}
-	}()
+	tc := startTestCluster(t)
+	bin, procs, logs, seeds, ctlPorts := tc.bin, tc.procs, tc.logs, tc.seeds, tc.ctlPorts
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(20*time.Second),
@@ -182,19 +133,7 @@ func TestClusterThreeProcesses(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
-	leaders := func(name string) map[int32]int32 {
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		m, err := adm.Metadata(c, name)
-		if err != nil {
-			return nil
-		}
-		out := map[int32]int32{}
-		for _, p := range m.Topics[name].Partitions {
-			out[p.Partition] = p.Leader
-		}
-		return out
-	}
+	leaders := func(name string) map[int32]int32 { return partitionLeaders(ctx, adm, name) }
 	var placed map[int32]int32
 	waitFor(t, 20*time.Second, "6 partitions with leaders", func() bool {
 		placed = leaders(topic)
@@ -302,8 +241,8 @@ func TestClusterThreeProcesses(t *testing.T) {
 		}
 	}
 
-	// A consumer group: every node's FindCoordinator names the
-	// coordinator node, which holds all of __consumer_offsets.
+	// A consumer group: every node's FindCoordinator names the leader of
+	// the group's __consumer_offsets partition, its coordinator.
 	gc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("cluster-group"), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
@@ -324,12 +263,10 @@ func TestClusterThreeProcesses(t *testing.T) {
 		t.Fatalf("committing group offsets: %v", err)
 	}
 	gc.Close()
+	groupLeader := leaders("__consumer_offsets")[group.PartitionFor("cluster-group", int32(len(leaders("__consumer_offsets"))))]
 	for _, p := range procs {
-		fc := kmsg.NewPtrFindCoordinatorRequest()
-		fc.CoordinatorKeys = []string{"cluster-group"}
-		resp, err := fc.RequestWith(ctx, cl.Broker(p.id))
-		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 || resp.Coordinators[0].NodeID != 1 {
-			t.Fatalf("FindCoordinator on node %d: %v %+v, want node 1", p.id, err, resp)
+		if id, code := findCoordinator(ctx, cl, p.id, 0, "cluster-group"); code != 0 || id != groupLeader || id < 1 {
+			t.Fatalf("FindCoordinator on node %d: node %d code %d, want the partition leader %d", p.id, id, code, groupLeader)
 		}
 	}
 

@@ -310,6 +310,36 @@ func TestClusterSplitRoles(t *testing.T) {
 		}
 	}
 
+	// A consumer group: its coordinator is the broker that leads its
+	// __consumer_offsets partition, whatever the voters' roles.
+	gc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("split-group"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped := 0
+	for deadline := time.Now().Add(30 * time.Second); grouped < 4 && time.Now().Before(deadline); {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		grouped += gc.PollFetches(c).NumRecords()
+		cancel()
+	}
+	if grouped < 4 {
+		t.Fatalf("consumer group read %d of 4 records", grouped)
+	}
+	if err := gc.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("committing group offsets: %v", err)
+	}
+	gc.Close()
+	offs, err := adm.FetchOffsets(ctx, "split-group")
+	if err != nil || offs.Error() != nil {
+		t.Fatalf("fetching the group's offsets: %v %v", err, offs.Error())
+	}
+	for _, p := range all {
+		if o, ok := offs.Lookup(topic, p); !ok || o.At != 1 {
+			t.Fatalf("group offset of partition %d: %+v", p, o)
+		}
+	}
+
 	// The controllers are not brokers: a controller listener serves no
 	// Metadata (its ApiVersions does not list it).
 	cc, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", ctlPorts[1])))
