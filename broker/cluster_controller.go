@@ -42,10 +42,12 @@ type activeController struct {
 	c    *controller.Controller // nil when not active
 	term uint64
 	seed int64
+
+	silence silence // brokers not heard from in this term
 }
 
 func newActiveController(n *clusterNode) *activeController {
-	return &activeController{n: n, seed: time.Now().UnixNano()}
+	return &activeController{n: n, seed: time.Now().UnixNano(), silence: newSilence()}
 }
 
 // isActive reports whether this node's controller is active in the
@@ -136,6 +138,7 @@ func (a *activeController) activate(term uint64) {
 		return
 	}
 	a.c, a.term = c, term
+	a.silence.reset(time.Now())
 	a.n.logger.Info("active controller", "node.id", a.n.self, "term", term, "activation", time.Since(start),
 		"metadata.offset", a.n.ctl.Image().Offset)
 	// Brokers whose process went away with the previous controller
@@ -191,6 +194,7 @@ func (a *activeController) tick() {
 	if reply.Elections > 0 {
 		a.n.logger.Info("elected leaders by the periodic preferred-leader or unclean check", "partitions", reply.Elections)
 	}
+	a.probeSilent()
 }
 
 // probeGone reports broker id gone (controller.BrokerGone) when a dial of

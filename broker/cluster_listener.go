@@ -264,6 +264,7 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		if err == nil {
 			resp.BrokerEpoch = reply.BrokerEpoch
 			*broker, *epoch = r.BrokerID, reply.BrokerEpoch
+			n.active.silence.heard(r.BrokerID, time.Now())
 		}
 		return resp, nil
 	case *kmsg.BrokerHeartbeatRequest:
@@ -282,6 +283,7 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 			resp.IsCaughtUp, resp.IsFenced = reply.IsCaughtUp, reply.IsFenced
 			resp.ShouldShutdown = reply.ShouldShutDown
 			*broker, *epoch = r.BrokerID, r.BrokerEpoch
+			n.active.silence.heard(r.BrokerID, time.Now())
 		}
 		return resp, nil
 	case *kmsg.AllocateProducerIDsRequest:

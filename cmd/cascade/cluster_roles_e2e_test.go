@@ -461,8 +461,28 @@ func TestClusterSplitRoles(t *testing.T) {
 		}
 	}
 
+	// SIGKILL of the active controller and a broker at once: the new
+	// controller never hears from the dead broker, so no heartbeat
+	// connection of it ends there; it probes brokers it has not heard
+	// from and fences this one at once, well before the session timeout
+	// (9 s from a last heartbeat at most 2 s before the kill) could.
+	ctlID = newCtl
+	killed = time.Now()
+	procs[int(ctlID)].kill()
+	procs[4].kill()
+	waitFor(t, 30*time.Second, "broker 4 fenced by a new controller", func() bool { return slices.Equal(brokersOn(5), []int32{5}) })
+	if goneIn := time.Since(killed); goneIn > 6*time.Second {
+		t.Fatalf("a broker killed with the active controller was fenced %v after the kill: by its session timeout, not at once", goneIn)
+	} else {
+		t.Logf("kill -9 of active controller %d and broker 4 together: broker 4 fenced %v after the kill", ctlID, goneIn)
+	}
+
 	// SIGTERM stops brokers and controllers cleanly (exit status 0).
-	for _, p := range procs {
+	for id, p := range procs {
+		if p.cmd == nil {
+			delete(procs, id)
+			continue
+		}
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
