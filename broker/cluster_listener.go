@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,13 +117,13 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 		}
 		if key, _ := quorum.FrameAPIKey(frame); key == quorum.APIKey {
 			if err := n.tr.HandleFrame(n.ctx, frame); err != nil {
-				n.logger.Debug("quorum frame refused", "remote", conn.RemoteAddr(), "err", err)
+				n.frameRefused("quorum frame", conn.RemoteAddr(), err)
 				return
 			}
 			continue
 		} else if key == quorum.ObserverFetchAPIKey {
 			if err := n.answerObserver(w, frame); err != nil {
-				n.logger.Debug("observer fetch refused", "remote", conn.RemoteAddr(), "err", err)
+				n.frameRefused("observer fetch", conn.RemoteAddr(), err)
 				return
 			}
 			continue
@@ -153,6 +154,45 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 			}
 		}
 	}
+}
+
+// frameRefused logs a quorum or observer frame this listener refused. A
+// frame of another cluster, or from a node that is not a voter here, is a
+// misconfiguration the operator must see (the two nodes' cluster.id or
+// controller.quorum.voters differ), so it is a warning, at most one per
+// distinct message every frameWarnEvery since the sender keeps retrying;
+// anything else is logged at debug level.
+func (n *clusterNode) frameRefused(kind string, remote net.Addr, err error) {
+	if errors.Is(err, quorum.ErrFrame) && n.frameWarn.allow(err.Error(), time.Now()) {
+		n.logger.Warn(kind+" refused", "remote", remote, "err", err)
+		return
+	}
+	n.logger.Debug(kind+" refused", "remote", remote, "err", err)
+}
+
+// frameWarnEvery is how often one refused-frame warning may repeat.
+const frameWarnEvery = 30 * time.Second
+
+// warnLimiter lets one message through per key every frameWarnEvery.
+type warnLimiter struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *warnLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < frameWarnEvery {
+		return false
+	}
+	if len(l.last) >= 64 {
+		clear(l.last) // bounded: hostile senders cannot grow it
+	}
+	l.last[key] = now
+	return true
 }
 
 // answerObserver answers a broker-only node's metadata fetch (a long poll:

@@ -32,6 +32,8 @@ type controllerPart struct {
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
+
+	frameWarn warnLimiter // refused quorum frames
 }
 
 // brokerPart is what process.roles=broker adds to a node: the broker

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -107,5 +108,24 @@ func TestCheckNodeIdentity(t *testing.T) {
 	write(id, "3")
 	if err := checkNodeIdentity(bc, id); err == nil || !strings.Contains(err.Error(), "belongs to node 3, but this node's node.id is 2") {
 		t.Fatalf("another node's log dir: %v", err)
+	}
+}
+
+// TestWarnLimiter checks that a refused-frame warning repeats at most once
+// per frameWarnEvery for one message, and that other messages pass.
+func TestWarnLimiter(t *testing.T) {
+	var l warnLimiter
+	t0 := time.Unix(1000, 0)
+	if !l.allow("a", t0) || l.allow("a", t0.Add(frameWarnEvery-time.Millisecond)) {
+		t.Fatal("a repeated warning passed within frameWarnEvery")
+	}
+	if !l.allow("b", t0) || !l.allow("a", t0.Add(frameWarnEvery)) {
+		t.Fatal("a new or due warning was held back")
+	}
+	for i := range 200 {
+		l.allow(strconv.Itoa(i), t0)
+	}
+	if len(l.last) > 64 {
+		t.Fatalf("limiter holds %d keys", len(l.last))
 	}
 }

@@ -35,11 +35,9 @@ type activeFunc func(ctx context.Context, c cluster.Cluster) (int, error)
 type clusterTarget struct {
 	name  string
 	start func(ctx context.Context) (cluster.Cluster, error)
-	// active names the active controller, and how says activeBy: Kafka's
-	// brokers name a random live broker in DescribeCluster, so Kafka's is
-	// asked of the quorum (DescribeQuorum); Cascade's controller listener
-	// does not serve DescribeQuorum yet, and its brokers' DescribeCluster
-	// names the active controller.
+	// active names the active controller, and how says activeBy: both
+	// are asked of the quorum (DescribeQuorum through a broker), since
+	// Kafka's brokers name a random live broker in DescribeCluster.
 	active   activeFunc
 	activeBy string
 }
@@ -47,17 +45,20 @@ type clusterTarget struct {
 var clusterTargets = []clusterTarget{
 	{name: "apache-kafka", start: func(ctx context.Context) (cluster.Cluster, error) {
 		return apachekafka.StartCluster(ctx, apachekafka.ClusterOptions{Overrides: clusterOverrides})
-	}, active: func(ctx context.Context, c cluster.Cluster) (int, error) {
-		id, _, err := cluster.QuorumLeader(ctx, c)
-		return id, err
-	}, activeBy: "DescribeQuorum"},
+	}, active: quorumActive, activeBy: "DescribeQuorum"},
 	{name: "cascade", start: func(ctx context.Context) (cluster.Cluster, error) {
 		opts := cascadecluster.Options{Overrides: clusterOverrides}
 		if os.Getenv("CASCADE_CLUSTER_DEBUG") != "" {
 			opts.Args = []string{"-v"}
 		}
 		return cascadecluster.Start(ctx, opts)
-	}, active: cluster.Controller, activeBy: "DescribeCluster"},
+	}, active: quorumActive, activeBy: "DescribeQuorum"},
+}
+
+// quorumActive names the quorum's leader, as DescribeQuorum answers.
+func quorumActive(ctx context.Context, c cluster.Cluster) (int, error) {
+	id, _, err := cluster.QuorumLeader(ctx, c)
+	return id, err
 }
 
 // selectedClusterTargets returns the cluster targets MATRIX_TARGETS names

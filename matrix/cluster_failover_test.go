@@ -73,11 +73,8 @@ func TestClusterFailoverSideBySide(t *testing.T) {
 						// The leader kill measures a settled cluster: every
 						// broker has heartbeated to the controller elected
 						// by the controller kill (broker.heartbeat.interval.ms
-						// is 2 s). Cascade fences a killed broker at once only
-						// when its heartbeat connection to the active
-						// controller resets; one killed before its first
-						// heartbeat to a new controller waits out
-						// broker.session.timeout.ms.
+						// is 2 s), so both clusters are measured from the same
+						// steady state.
 						time.Sleep(settleAfterControllerChange)
 					}
 					run(ctx, t, c, target.active, r, m)
