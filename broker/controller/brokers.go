@@ -276,15 +276,17 @@ func (c *Controller) BrokerGone(img *metadata.Image, id int32, epoch int64) ([]m
 }
 
 // UnregisterBroker removes a broker's registration after taking it out of
-// every ISR and leadership, as ReplicationControlManager.unregisterBroker
-// (UnregisterBroker API, KIP-858).
+// every ISR, ELR and leadership, as ReplicationControlManager.unregisterBroker
+// (UnregisterBroker API, KIP-858): a broker that is gone for good is no
+// eligible leader.
 func (c *Controller) UnregisterBroker(img *metadata.Image, id int32) ([]metadata.Record, error) {
 	reg, ok := img.Broker(id)
 	if !ok {
 		return nil, newErr(ErrBrokerIDNotRegistered, "Broker ID %d is not currently registered", id)
 	}
 	b := &batch{img: img}
-	if err := c.moveAway(b, id); err != nil {
+	holds := func(p *metadata.Partition) bool { return slices.Contains(p.ISR, id) || slices.Contains(p.ELR, id) }
+	if err := c.removeReplica(b, id, holds, []int32{id}); err != nil {
 		return nil, err
 	}
 	if err := b.add(metadata.UnregisterBrokerRecord{BrokerID: id, BrokerEpoch: reg.Epoch}); err != nil {

@@ -3,8 +3,10 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -141,6 +143,26 @@ func (c *Controller) uncleanAllowed(img *metadata.Image, t *metadata.Topic) bool
 		return v == "true"
 	}
 	return c.cfg.UncleanLeaderElection
+}
+
+// minISR returns a topic's effective min.insync.replicas: its override,
+// else the cluster-wide dynamic default, else the static setting, at most
+// the replication factor (ReplicationControlManager.getTopicEffectiveMinIsr).
+func (c *Controller) minISR(img *metadata.Image, t *metadata.Topic) int {
+	const key = "min.insync.replicas"
+	v, ok := t.Configs[key]
+	if !ok {
+		v, ok = img.BrokerConfigs("")[key]
+	}
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		broker := c.cfg.Broker
+		if broker == nil {
+			broker = config.Default()
+		}
+		n = int(broker.MinInsyncReplicas)
+	}
+	return min(n, int(t.ReplicationFactor()))
 }
 
 // partitionRef names one partition of an image.
