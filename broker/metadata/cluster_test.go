@@ -251,3 +251,29 @@ func TestPlannerOnRegistrations(t *testing.T) {
 		t.Fatal(more, err)
 	}
 }
+
+func TestWellFormedAssignments(t *testing.T) {
+	as := func(lists ...[]int32) []Assignment {
+		var out []Assignment
+		for i, l := range lists {
+			out = append(out, Assignment{Partition: int32(i), Replicas: l})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		as   []Assignment
+		want bool
+	}{
+		{"even", as([]int32{1, 2}, []int32{2, 3}), true},
+		{"one", as([]int32{7}), true},
+		{"broker twice", as([]int32{1, 1}), false},
+		{"uneven", as([]int32{1}, []int32{2, 3}), false},
+		{"empty", as([]int32{}), false},
+		{"partition twice", []Assignment{{Partition: 0, Replicas: []int32{1}}, {Partition: 0, Replicas: []int32{2}}}, false},
+	} {
+		if got := WellFormedAssignments(tc.as); got != tc.want {
+			t.Errorf("%s: got %v want %v", tc.name, got, tc.want)
+		}
+	}
+}
