@@ -197,30 +197,10 @@ var knownDifferences = map[string]knownDifference{
 			"- ]", "- ],", "- },",
 		},
 	},
-	"create-topics": {
-		why: "an explicit assignment naming a broker twice, or partitions with unequal replica counts, is refused " +
-			"for its replication factor above 1 (INVALID_REPLICATION_FACTOR) before the assignment is checked; " +
-			"Kafka's ReplicationControlManager answers INVALID_REPLICA_ASSIGNMENT",
-		lines: []string{
-			`+ "Error": "INVALID_REPLICATION_FACTOR",`, `+ "Error": "INVALID_REPLICATION_FACTOR",`,
-			`- "Error": "INVALID_REPLICA_ASSIGNMENT",`, `- "Error": "INVALID_REPLICA_ASSIGNMENT",`,
-		},
-	},
 	"consumer-offsets-placement": {
 		why: "__consumer_offsets is placed with all 50 partitions on one broker; Kafka's default placement " +
 			"(StripedReplicaPlacer) spreads them, 16, 17 and 17",
 		lines: []string{`+ 50`, `- 16,`, `- 17`, `- 17,`},
-	},
-	"kill-non-controller": {
-		why: "a fenced broker's RF=1 partitions keep it in the ISR with no offline replicas, where Kafka " +
-			"(ELR, KIP-966) empties the ISR and lists the broker in OfflineReplicas; and DescribeCluster with " +
-			"IncludeFencedBrokers (KIP-1073) omits the fenced broker, which Kafka lists with IsFenced",
-		lines: []string{
-			`+ "ISR": [`, `+ "ISR": [`, `+ "Offline": []`, `+ "Offline": []`, `+ ],`, `+ ],`,
-			`- "Fenced": true`, `- "Host": "127.0.0.1",`, `- "ID": "V",`, `- "ISR": [],`, `- "ISR": [],`,
-			`- "Offline": [`, `- "Offline": [`, `- "PortIsListener": true,`, `- "Rack": null,`, `- ]`, `- ]`,
-			`- {`, `- },`,
-		},
 	},
 }
 
