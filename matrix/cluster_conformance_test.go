@@ -182,21 +182,6 @@ type knownDifference struct {
 }
 
 var knownDifferences = map[string]knownDifference{
-	"describe-quorum": {
-		why: "the controller listener does not serve DescribeQuorum (KIP-595): every voter closes the connection, " +
-			"where Kafka's quorum leader describes the voters and their endpoints and its followers answer " +
-			"NOT_LEADER_OR_FOLLOWER",
-		lines: []string{
-			"+ \"Leader\": null,", "+ \"no answer\"", "+ \"no answer\",", "+ \"no answer\",",
-			"- \"1 CONTROLLER own listener true\",", "- \"1\",", "- \"2 CONTROLLER own listener true\",", "- \"2\",",
-			"- \"3 CONTROLLER own listener true\"", "- \"3\"", "- \"HighWatermarkSet\": true,", "- \"Leader\": {",
-			"- \"LeaderEpochAboveZero\": true,", "- \"Nodes\": [", "- \"Observers\": 0,", "- \"Voters\": [",
-			"- \"VotersWithOffsets\": true,",
-			"- \"error NOT_LEADER_FOR_PARTITION, leader is a live voter: false\"",
-			"- \"error NOT_LEADER_FOR_PARTITION, leader is a live voter: false\",",
-			"- ]", "- ],", "- },",
-		},
-	},
 	"consumer-offsets-placement": {
 		why: "__consumer_offsets is placed with all 50 partitions on one broker; Kafka's default placement " +
 			"(StripedReplicaPlacer) spreads them, 16, 17 and 17",
