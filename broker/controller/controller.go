@@ -190,6 +190,11 @@ func inISR(id int32) func(*metadata.Partition) bool {
 	return func(p *metadata.Partition) bool { return slices.Contains(p.ISR, id) }
 }
 
+// inISROrELR matches the partitions whose ISR or ELR holds broker id.
+func inISROrELR(id int32) func(*metadata.Partition) bool {
+	return func(p *metadata.Partition) bool { return slices.Contains(p.ISR, id) || slices.Contains(p.ELR, id) }
+}
+
 // leads reports whether broker id leads any partition of img.
 func leads(img *metadata.Image, id int32) bool {
 	return len(partitionsWhere(img, func(p *metadata.Partition) bool { return p.Leader == id })) > 0

@@ -146,7 +146,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "register":
 		id := a.int(t, "id", 1)
 		req := RegisterBrokerRequest{BrokerID: int32(id), ClusterID: testClusterID, IncarnationID: incarnation(id, a.int(t, "inc", 1)),
-			Listeners: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9090 + id)}}, Rack: a.kv["rack"],
+			Listeners: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9090 + id)}}, Rack: a.kv["rack"], PreviousBrokerEpoch: a.int(t, "prev", -1),
 			Features: []metadata.BrokerFeature{{Name: "metadata.version", MinSupportedVersion: 1, MaxSupportedVersion: int16(a.int(t, "mv", int64(metadata.MetadataVersion)))}}}
 		if v, ok := a.kv["cluster"]; ok {
 			req.ClusterID = v
