@@ -284,7 +284,9 @@ func (w *ctlWriter) CreateTopics(reqs []metadata.CreateTopic, validateOnly bool)
 		for _, as := range r.Assignments {
 			rf = max(rf, len(as.Replicas))
 		}
-		if rf > 1 {
+		// A malformed assignment is the planner's to refuse, with
+		// Kafka's INVALID_REPLICA_ASSIGNMENT.
+		if rf > 1 && metadata.WellFormedAssignments(r.Assignments) {
 			out[i].Err = &metadata.Error{Kind: metadata.ErrInvalidReplicationFactor, Message: fmt.Sprintf(replicationUnavailable, rf)}
 			continue
 		}

@@ -183,45 +183,10 @@ type knownDifference struct {
 }
 
 var knownDifferences = map[string]knownDifference{
-	"describe-quorum": {
-		why: "the controller listener does not serve DescribeQuorum (KIP-595): every voter closes the connection, " +
-			"where Kafka's quorum leader describes the voters and their endpoints and its followers answer " +
-			"NOT_LEADER_OR_FOLLOWER",
-		lines: []string{
-			"+ \"Leader\": null,", "+ \"no answer\"", "+ \"no answer\",", "+ \"no answer\",",
-			"- \"1 CONTROLLER own listener true\",", "- \"1\",", "- \"2 CONTROLLER own listener true\",", "- \"2\",",
-			"- \"3 CONTROLLER own listener true\"", "- \"3\"", "- \"HighWatermarkSet\": true,", "- \"Leader\": {",
-			"- \"LeaderEpochAboveZero\": true,", "- \"Nodes\": [", "- \"Observers\": 0,", "- \"Voters\": [",
-			"- \"VotersWithOffsets\": true,",
-			"- \"error NOT_LEADER_FOR_PARTITION, leader is a live voter: false\"",
-			"- \"error NOT_LEADER_FOR_PARTITION, leader is a live voter: false\",",
-			"- ]", "- ],", "- },",
-		},
-	},
-	"create-topics": {
-		why: "an explicit assignment naming a broker twice, or partitions with unequal replica counts, is refused " +
-			"for its replication factor above 1 (INVALID_REPLICATION_FACTOR) before the assignment is checked; " +
-			"Kafka's ReplicationControlManager answers INVALID_REPLICA_ASSIGNMENT",
-		lines: []string{
-			`+ "Error": "INVALID_REPLICATION_FACTOR",`, `+ "Error": "INVALID_REPLICATION_FACTOR",`,
-			`- "Error": "INVALID_REPLICA_ASSIGNMENT",`, `- "Error": "INVALID_REPLICA_ASSIGNMENT",`,
-		},
-	},
 	"consumer-offsets-placement": {
 		why: "__consumer_offsets is placed with all 50 partitions on one broker; Kafka's default placement " +
 			"(StripedReplicaPlacer) spreads them, 16, 17 and 17",
 		lines: []string{`+ 50`, `- 16,`, `- 17`, `- 17,`},
-	},
-	"kill-non-controller": {
-		why: "a fenced broker's RF=1 partitions keep it in the ISR with no offline replicas, where Kafka " +
-			"(ELR, KIP-966) empties the ISR and lists the broker in OfflineReplicas; and DescribeCluster with " +
-			"IncludeFencedBrokers (KIP-1073) omits the fenced broker, which Kafka lists with IsFenced",
-		lines: []string{
-			`+ "ISR": [`, `+ "ISR": [`, `+ "Offline": []`, `+ "Offline": []`, `+ ],`, `+ ],`,
-			`- "Fenced": true`, `- "Host": "127.0.0.1",`, `- "ID": "V",`, `- "ISR": [],`, `- "ISR": [],`,
-			`- "Offline": [`, `- "Offline": [`, `- "PortIsListener": true,`, `- "Rack": null,`, `- ]`, `- ]`,
-			`- {`, `- },`,
-		},
 	},
 }
 

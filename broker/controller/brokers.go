@@ -17,6 +17,12 @@ type RegisterBrokerRequest struct {
 	Listeners     []metadata.Endpoint
 	Features      []metadata.BrokerFeature
 	Rack          string // "" for none
+	// PreviousBrokerEpoch is the epoch the broker held when it last shut
+	// down cleanly (BrokerRegistrationRequest v3's, KIP-966), -1 when it
+	// did not. A new incarnation that names any other epoch than the
+	// registered one is taken to have shut down uncleanly, as Kafka's
+	// ClusterControlManager takes a broker without a clean-shutdown file.
+	PreviousBrokerEpoch int64
 }
 
 // RegisterBrokerReply is BrokerRegistrationResponse's content.
@@ -72,10 +78,18 @@ func (c *Controller) RegisterBroker(img *metadata.Image, now time.Time, nextOffs
 		rec.BrokerEpoch, rec.Fenced, rec.InControlledShutdown = existing.Epoch, existing.Fenced, existing.InControlledShutdown
 	} else {
 		if found {
-			// Cascade's addition: Kafka without ELR leaves a lapsed old
-			// incarnation in ISRs and leading until the next fencing
-			// check; here it is fenced before it is replaced.
+			// Cascade's addition: Kafka leaves a lapsed old incarnation
+			// leading until the next fencing check; here it is fenced
+			// before it is replaced.
 			if err := c.fence(b, req.BrokerID); err != nil {
+				return nil, RegisterBrokerReply{}, err
+			}
+		}
+		if c.cfg.EligibleLeaderReplicas && (!found || req.PreviousBrokerEpoch != existing.Epoch) {
+			// As ReplicationControlManager.handleBrokerUncleanShutdown:
+			// a log that may have lost acknowledged records is no
+			// eligible leader; it leaves every ISR and ELR.
+			if err := c.removeReplica(b, req.BrokerID, inISROrELR(req.BrokerID), []int32{req.BrokerID}); err != nil {
 				return nil, RegisterBrokerReply{}, err
 			}
 		}
@@ -276,15 +290,16 @@ func (c *Controller) BrokerGone(img *metadata.Image, id int32, epoch int64) ([]m
 }
 
 // UnregisterBroker removes a broker's registration after taking it out of
-// every ISR and leadership, as ReplicationControlManager.unregisterBroker
-// (UnregisterBroker API, KIP-858).
+// every ISR, ELR and leadership, as ReplicationControlManager.unregisterBroker
+// (UnregisterBroker API, KIP-858): a broker that is gone for good is no
+// eligible leader.
 func (c *Controller) UnregisterBroker(img *metadata.Image, id int32) ([]metadata.Record, error) {
 	reg, ok := img.Broker(id)
 	if !ok {
 		return nil, newErr(ErrBrokerIDNotRegistered, "Broker ID %d is not currently registered", id)
 	}
 	b := &batch{img: img}
-	if err := c.moveAway(b, id); err != nil {
+	if err := c.removeReplica(b, id, inISROrELR(id), []int32{id}); err != nil {
 		return nil, err
 	}
 	if err := b.add(metadata.UnregisterBrokerRecord{BrokerID: id, BrokerEpoch: reg.Epoch}); err != nil {

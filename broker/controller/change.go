@@ -22,29 +22,56 @@ const (
 )
 
 // change builds one PartitionChangeRecord as Kafka's PartitionChangeBuilder
-// does with eligible leader replicas off (Kafka 4's default): it elects a
-// leader from the target ISR (or, uncleanly, from the replicas), never
-// empties the ISR (the last member stays, leaderless), and reports nothing
-// when nothing changes.
+// does (Kafka 4.1 and later, useLastKnownLeaderInBalancedRecovery on). It
+// elects a leader from the target ISR, or from the eligible leader replicas
+// when the ISR is empty, or the last known leader when both are, or
+// (uncleanly) any acceptable replica, and reports nothing when nothing
+// changes. With eligible leader replicas (KIP-966) an ISR shrinking below
+// min.insync.replicas keeps its departed members as ELR and may empty;
+// without them the last ISR member stays, leaderless.
 type change struct {
 	topic      *metadata.Topic
 	index      int32
 	part       metadata.Partition
 	acceptable func(int32) bool
 	election   election
-	targetISR  []int32
-	targetLRS  int8
+	// elr enables eligible leader replicas; minISR is the topic's
+	// effective min.insync.replicas.
+	elr    bool
+	minISR int
+	// uncleanShutdown are replicas that may not stay eligible: their log
+	// may have lost what the high watermark covered.
+	uncleanShutdown []int32
+
+	targetISR []int32
+	targetELR []int32
+	targetLRS int8
 }
 
-func newChange(t *metadata.Topic, index int32, acceptable func(int32) bool) *change {
-	p := t.Partitions[index]
+// newChange starts a change of partition index of t as img has it.
+func (c *Controller) newChange(img *metadata.Image, t *metadata.Topic, index int32, acceptable func(int32) bool) *change {
+	return c.changeOf(img, t, index, t.Partitions[index], acceptable)
+}
+
+// changeOf starts a change of partition index of t from state p.
+func (c *Controller) changeOf(img *metadata.Image, t *metadata.Topic, index int32, p metadata.Partition, acceptable func(int32) bool) *change {
 	return &change{topic: t, index: index, part: p, acceptable: acceptable,
-		targetISR: p.ISR, targetLRS: p.LeaderRecoveryState}
+		elr: c.cfg.EligibleLeaderReplicas, minISR: c.minISR(img, t),
+		targetISR: p.ISR, targetELR: p.ELR, targetLRS: p.LeaderRecoveryState}
 }
 
-// validLeader is PartitionChangeBuilder.isValidNewLeader without ELR.
+// validLeader is PartitionChangeBuilder.isValidNewLeader: in the target
+// ISR, or in the ELR when the ISR is empty, and acceptable.
 func (c *change) validLeader(r int32) bool {
-	return slices.Contains(c.targetISR, r) && c.acceptable(r)
+	return (slices.Contains(c.targetISR, r) || (len(c.targetISR) == 0 && slices.Contains(c.targetELR, r))) && c.acceptable(r)
+}
+
+// canElectLastKnownLeader is PartitionChangeBuilder.canElectLastKnownLeader
+// as Kafka 4.1 fixed it (KAFKA-19522): with nothing in the ISR or ELR, the
+// one last known leader, if acceptable.
+func (c *change) canElectLastKnownLeader() bool {
+	return c.elr && len(c.targetISR) == 0 && len(c.targetELR) == 0 &&
+		len(c.part.LastKnownELR) == 1 && c.acceptable(c.part.LastKnownELR[0])
 }
 
 // elect returns the new leader and whether it was elected uncleanly.
@@ -62,6 +89,9 @@ func (c *change) elect() (int32, bool) {
 				return r, false
 			}
 		}
+		if c.canElectLastKnownLeader() {
+			return c.part.LastKnownELR[0], true
+		}
 		return metadata.NoLeader, false
 	}
 	if c.validLeader(c.part.Leader) {
@@ -71,6 +101,9 @@ func (c *change) elect() (int32, bool) {
 		if c.validLeader(r) {
 			return r, false
 		}
+	}
+	if c.canElectLastKnownLeader() {
+		return c.part.LastKnownELR[0], true
 	}
 	if c.election == electUnclean {
 		for _, r := range replicas {
@@ -82,47 +115,128 @@ func (c *change) elect() (int32, bool) {
 	return metadata.NoLeader, false
 }
 
-// build returns the change record, or false when it would change nothing.
+// populateTargetELR is PartitionChangeBuilder.maybePopulateTargetElr: an ISR
+// at min ISR clears the ELR; a smaller one moves the members it loses into
+// the ELR, except replicas that shut down uncleanly. (Kafka also gathers a
+// last known ELR here, which it uses only without the last known leader;
+// Cascade always uses the last known leader, so it has no use for it.)
+func (c *change) populateTargetELR() {
+	if !c.elr {
+		return
+	}
+	if len(c.targetISR) >= c.minISR {
+		c.targetELR = []int32{}
+		return
+	}
+	candidates := slices.Clone(c.targetELR)
+	for _, r := range c.part.ISR {
+		if !slices.Contains(candidates, r) {
+			candidates = append(candidates, r)
+		}
+	}
+	slices.Sort(candidates) // Kafka's is a hash set: any order will do
+	elr := []int32{}
+	for _, r := range candidates {
+		if !slices.Contains(c.targetISR, r) && !slices.Contains(c.uncleanShutdown, r) {
+			elr = append(elr, r)
+		}
+	}
+	c.targetELR = elr
+}
+
+// tryElection is PartitionChangeBuilder.tryElection: a leader taken from
+// the ELR becomes the ISR alone and leaves the ELR; an unclean leader is
+// the ISR alone and must recover (KIP-704).
+func (c *change) tryElection(rec *metadata.PartitionChangeRecord) {
+	leader, unclean := c.elect()
+	if leader == c.part.Leader {
+		return
+	}
+	if slices.Contains(c.targetELR, leader) {
+		c.targetISR = []int32{leader}
+		c.targetELR = slices.DeleteFunc(slices.Clone(c.targetELR), func(r int32) bool { return r == leader })
+	}
+	rec.Leader = leader
+	if unclean {
+		rec.ISR = []int32{leader}
+		if c.part.LeaderRecoveryState != metadata.LeaderRecovering {
+			rec.LeaderRecoveryState = metadata.LeaderRecovering
+		}
+	}
+}
+
+// updateRecordELR is PartitionChangeBuilder.maybeUpdateRecordElr with the
+// last known leader in use: an unclean election or ELR off clears the ELR.
+func (c *change) updateRecordELR(rec *metadata.PartitionChangeRecord) {
+	if rec.ISR != nil || !c.elr {
+		c.targetELR = []int32{}
+	}
+	if !slices.Equal(c.targetELR, c.part.ELR) {
+		rec.ELR = append([]int32{}, c.targetELR...)
+	}
+}
+
+// updateLastKnownLeader is PartitionChangeBuilder.maybeUpdateLastKnownLeader:
+// an ISR emptying records the leader it had, the first time; a partition
+// that will have (or keeps) a leader forgets it.
+func (c *change) updateLastKnownLeader(rec *metadata.PartitionChangeRecord) {
+	if !c.elr {
+		return
+	}
+	p := c.part
+	switch {
+	case rec.ISR != nil && len(rec.ISR) == 0 && (len(p.LastKnownELR) != 1 || p.LastKnownELR[0] != p.Leader):
+		rec.LastKnownELR = []int32{p.Leader}
+	case (rec.Leader >= 0 || (p.Leader != metadata.NoLeader && rec.Leader != metadata.NoLeader)) && len(p.LastKnownELR) > 0:
+		rec.LastKnownELR = []int32{}
+	}
+}
+
+// build returns the change record, or false when it would change nothing,
+// in PartitionChangeBuilder.build's order.
 func (c *change) build() (metadata.PartitionChangeRecord, bool) {
 	rec := metadata.PartitionChangeRecord{TopicID: c.topic.ID, Partition: c.index,
 		Leader: metadata.NoLeaderChange, LeaderRecoveryState: metadata.LeaderRecoveryNoChange}
-	if leader, unclean := c.elect(); leader != c.part.Leader {
-		rec.Leader = leader
-		if unclean {
-			// The new leader's log is all there is: it alone is in sync,
-			// and it must confirm recovery (KIP-704).
-			rec.ISR = []int32{leader}
-			if c.part.LeaderRecoveryState != metadata.LeaderRecovering {
-				rec.LeaderRecoveryState = metadata.LeaderRecovering
-			}
-		}
+	c.populateTargetELR()
+	c.tryElection(&rec)
+	c.updateRecordELR(&rec)
+	// Without ELR an empty target ISR leaves the ISR as it is: the last
+	// member stays, so the partition can come back when it does. With ELR
+	// the ISR may empty: its members wait in the ELR.
+	if rec.ISR == nil && (len(c.targetISR) > 0 || c.elr) && !slices.Equal(c.targetISR, c.part.ISR) {
+		rec.ISR = append([]int32{}, c.targetISR...)
 	}
-	// With ELR off an empty target ISR leaves the ISR as it is: the last
-	// member stays, so the partition can come back when it does.
-	if rec.ISR == nil && len(c.targetISR) > 0 && !slices.Equal(c.targetISR, c.part.ISR) {
-		rec.ISR = slices.Clone(c.targetISR)
-	}
+	c.updateLastKnownLeader(&rec)
 	if c.targetLRS != c.part.LeaderRecoveryState {
 		rec.LeaderRecoveryState = c.targetLRS
 	}
 	noop := rec.ISR == nil && rec.Leader == metadata.NoLeaderChange && rec.Replicas == nil &&
-		rec.LeaderRecoveryState == metadata.LeaderRecoveryNoChange
+		rec.LeaderRecoveryState == metadata.LeaderRecoveryNoChange && rec.ELR == nil && rec.LastKnownELR == nil
 	return rec, !noop
 }
 
 // moveAway proposes, for every partition whose ISR holds broker remove, the
 // change that takes it out of the ISR and elects a leader among the others,
 // as ReplicationControlManager.generateLeaderAndIsrUpdates with
-// brokerToRemove. Used for fencing and controlled shutdown.
+// brokerToRemove. Used for fencing and controlled shutdown, where the
+// broker stays an eligible leader of partitions whose ISR falls below min
+// ISR.
 func (c *Controller) moveAway(b *batch, remove int32) error {
+	return c.removeReplica(b, remove, inISR(remove), nil)
+}
+
+// removeReplica is moveAway over the partitions that match; a broker in
+// ineligible is also taken out of every ELR it would join or holds.
+func (c *Controller) removeReplica(b *batch, remove int32, match func(*metadata.Partition) bool, ineligible []int32) error {
 	img := b.img
 	acceptable := func(r int32) bool { return r != remove && active(img, r) }
 	var recs []metadata.Record
-	for _, ref := range partitionsWhere(img, inISR(remove)) {
-		ch := newChange(ref.topic, ref.index, acceptable)
+	for _, ref := range partitionsWhere(img, match) {
+		ch := c.newChange(img, ref.topic, ref.index, acceptable)
 		if c.uncleanAllowed(img, ref.topic) {
 			ch.election = electUnclean
 		}
+		ch.uncleanShutdown = ineligible
 		ch.targetISR = slices.DeleteFunc(slices.Clone(ch.part.ISR), func(r int32) bool { return r == remove })
 		if rec, ok := ch.build(); ok {
 			recs = append(recs, rec)
@@ -139,7 +253,7 @@ func (c *Controller) electLeaderless(b *batch) error {
 	acceptable := func(r int32) bool { return active(img, r) }
 	var recs []metadata.Record
 	for _, ref := range partitionsWhere(img, func(p *metadata.Partition) bool { return p.Leader == metadata.NoLeader }) {
-		ch := newChange(ref.topic, ref.index, acceptable)
+		ch := c.newChange(img, ref.topic, ref.index, acceptable)
 		if c.uncleanAllowed(img, ref.topic) {
 			ch.election = electUnclean
 		}

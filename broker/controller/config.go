@@ -32,6 +32,11 @@ type Config struct {
 	// how often Tick elects leaders uncleanly for leaderless partitions of
 	// topics that allow it.
 	UncleanLeaderElectionInterval time.Duration
+	// EligibleLeaderReplicas is the eligible.leader.replicas.version
+	// feature at level 1 (KIP-966), which Kafka 4.1 and later finalize in
+	// every new cluster: an ISR may shrink below min.insync.replicas,
+	// even to nothing, keeping the replicas it loses as eligible leaders.
+	EligibleLeaderReplicas bool
 	// AutoLeaderRebalance is auto.leader.rebalance.enable: Tick moves
 	// leadership back to preferred replicas.
 	AutoLeaderRebalance bool
@@ -56,6 +61,7 @@ func DefaultConfig(nodeID int32, r *rand.Rand) Config {
 		NumPartitions:                 1,
 		UncleanLeaderElection:         false,
 		UncleanLeaderElectionInterval: 300 * time.Second,
+		EligibleLeaderReplicas:        true,
 		AutoLeaderRebalance:           true,
 		LeaderImbalanceCheckInterval:  300 * time.Second,
 		Rand:                          r,

@@ -3,8 +3,10 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -143,6 +145,26 @@ func (c *Controller) uncleanAllowed(img *metadata.Image, t *metadata.Topic) bool
 	return c.cfg.UncleanLeaderElection
 }
 
+// minISR returns a topic's effective min.insync.replicas: its override,
+// else the cluster-wide dynamic default, else the static setting, at most
+// the replication factor (ReplicationControlManager.getTopicEffectiveMinIsr).
+func (c *Controller) minISR(img *metadata.Image, t *metadata.Topic) int {
+	const key = "min.insync.replicas"
+	v, ok := t.Configs[key]
+	if !ok {
+		v, ok = img.BrokerConfigs("")[key]
+	}
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		broker := c.cfg.Broker
+		if broker == nil {
+			broker = config.Default()
+		}
+		n = int(broker.MinInsyncReplicas)
+	}
+	return min(n, int(t.ReplicationFactor()))
+}
+
 // partitionRef names one partition of an image.
 type partitionRef struct {
 	topic *metadata.Topic
@@ -166,6 +188,11 @@ func partitionsWhere(img *metadata.Image, match func(*metadata.Partition) bool) 
 // inISR matches the partitions whose ISR holds broker id.
 func inISR(id int32) func(*metadata.Partition) bool {
 	return func(p *metadata.Partition) bool { return slices.Contains(p.ISR, id) }
+}
+
+// inISROrELR matches the partitions whose ISR or ELR holds broker id.
+func inISROrELR(id int32) func(*metadata.Partition) bool {
+	return func(p *metadata.Partition) bool { return slices.Contains(p.ISR, id) || slices.Contains(p.ELR, id) }
 }
 
 // leads reports whether broker id leads any partition of img.

@@ -11,7 +11,9 @@
 // It owns broker registration (epochs, incarnations, features), heartbeats
 // and fencing (session timeout, BrokerGone, controlled shutdown), leader
 // election from the ISR with Kafka's PartitionChangeBuilder rules
-// (eligible leader replicas off; unclean election only when allowed),
+// (eligible leader replicas, KIP-966, on as in Kafka 4.1 and later, with a
+// new incarnation that cannot name its previous epoch taken out of every
+// ELR; unclean election only when allowed),
 // AlterPartition's epoch checks, ElectLeaders, preferred-leader
 // rebalancing, topic creation and deletion with rack-aware placement
 // (planned by metadata.Planner, shared with the single-node Store), and

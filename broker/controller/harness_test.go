@@ -123,6 +123,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := a.kv["unclean"]; ok {
 			h.cfg.UncleanLeaderElection = v == "true"
 		}
+		if v, ok := a.kv["elr"]; ok {
+			h.cfg.EligibleLeaderReplicas = v == "true"
+		}
 		if v, ok := a.kv["rebalance"]; ok {
 			h.cfg.AutoLeaderRebalance = v == "true"
 		}
@@ -143,7 +146,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "register":
 		id := a.int(t, "id", 1)
 		req := RegisterBrokerRequest{BrokerID: int32(id), ClusterID: testClusterID, IncarnationID: incarnation(id, a.int(t, "inc", 1)),
-			Listeners: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9090 + id)}}, Rack: a.kv["rack"],
+			Listeners: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9090 + id)}}, Rack: a.kv["rack"], PreviousBrokerEpoch: a.int(t, "prev", -1),
 			Features: []metadata.BrokerFeature{{Name: "metadata.version", MinSupportedVersion: 1, MaxSupportedVersion: int16(a.int(t, "mv", int64(metadata.MetadataVersion)))}}}
 		if v, ok := a.kv["cluster"]; ok {
 			req.ClusterID = v
@@ -183,8 +186,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				req.Assignments = append(req.Assignments, metadata.Assignment{Partition: int32(i), Replicas: replicas})
 			}
 		}
+		req.Configs = map[string]*string{}
 		if v, ok := a.kv["unclean"]; ok {
-			req.Configs = map[string]*string{"unclean.leader.election.enable": &v}
+			req.Configs["unclean.leader.election.enable"] = &v
+		}
+		if v, ok := a.kv["min-isr"]; ok {
+			req.Configs["min.insync.replicas"] = &v
 		}
 		var res []metadata.CreateResult
 		recs, res, err = h.c.CreateTopics(h.img, []metadata.CreateTopic{req}, a.flag("validate"))
@@ -371,6 +378,12 @@ func (h *harness) describe(prev *metadata.Image, r metadata.Record) string {
 		if r.LeaderRecoveryState != metadata.LeaderRecoveryNoChange {
 			s += fmt.Sprintf(" lrs=%d", r.LeaderRecoveryState)
 		}
+		if r.ELR != nil {
+			s += fmt.Sprintf(" elr=%v", r.ELR)
+		}
+		if r.LastKnownELR != nil {
+			s += fmt.Sprintf(" last-known-elr=%v", r.LastKnownELR)
+		}
 		return s
 	case metadata.RemoveTopicRecord:
 		return fmt.Sprintf("RemoveTopic %s", topic(r.TopicID))
@@ -416,8 +429,14 @@ func (h *harness) state(brokers map[int32]bool, parts map[string]bool) string {
 				continue
 			}
 			lrs := ""
+			if len(p.ELR) > 0 {
+				lrs += fmt.Sprintf(" elr=%v", p.ELR)
+			}
+			if len(p.LastKnownELR) > 0 {
+				lrs += fmt.Sprintf(" last-known-elr=%v", p.LastKnownELR)
+			}
 			if p.LeaderRecoveryState == metadata.LeaderRecovering {
-				lrs = " recovering"
+				lrs += " recovering"
 			}
 			fmt.Fprintf(&out, "%s leader=%d le=%d pe=%d isr=%v replicas=%v%s\n", name, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas, lrs)
 		}

@@ -100,7 +100,7 @@ func (c *Controller) AlterPartition(img *metadata.Image, req AlterPartitionReque
 				out = append(out, res)
 				continue
 			}
-			ch := &change{topic: t, index: pd.Partition, part: p, acceptable: acceptable}
+			ch := c.changeOf(img, t, pd.Partition, p, acceptable)
 			if c.uncleanAllowed(img, t) {
 				ch.election = electUnclean
 			}
@@ -252,7 +252,7 @@ func (c *Controller) electOne(img *metadata.Image, topic string, index int32, ty
 	if (typ == ElectPreferred && p.Leader == p.PreferredLeader()) || (typ == ElectUnclean && p.Leader != metadata.NoLeader) {
 		return nil, codeErr(ErrElectionNotNeeded)
 	}
-	ch := newChange(t, index, func(r int32) bool { return active(img, r) })
+	ch := c.newChange(img, t, index, func(r int32) bool { return active(img, r) })
 	ch.election = electPreferred
 	if typ == ElectUnclean {
 		ch.election = electUnclean
@@ -277,7 +277,7 @@ func (c *Controller) balance(b *batch, limit int) (int, error) {
 		if len(recs) >= limit {
 			break
 		}
-		ch := newChange(ref.topic, ref.index, acceptable)
+		ch := c.newChange(img, ref.topic, ref.index, acceptable)
 		ch.election = electPreferred
 		if rec, ok := ch.build(); ok {
 			recs = append(recs, rec)

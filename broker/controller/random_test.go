@@ -52,7 +52,7 @@ func runRandom(t *testing.T, seed int64, steps int) {
 			t.Fatalf("seed %d step %d %s: records do not apply: %v", seed, step, op, aerr)
 		}
 		h.img = next
-		if msg := checkInvariants(prev, next); msg != "" {
+		if msg := checkInvariants(h.c, prev, next); msg != "" {
 			t.Fatalf("seed %d step %d %s: %s\nrecords: %+v", seed, step, op, msg, recs)
 		}
 		for _, rec := range recs {
@@ -169,14 +169,30 @@ func (rr *randomRun) alterPartition() (string, []metadata.Record, error) {
 }
 
 // checkInvariants checks next, and its changes from prev, as the Kafka
-// replication protocol requires.
-func checkInvariants(prev, next *metadata.Image) string {
+// replication protocol requires with eligible leader replicas (KIP-966).
+func checkInvariants(c *Controller, prev, next *metadata.Image) string {
 	for _, t := range next.Topics() {
 		old, existed := prev.TopicByID(t.ID)
 		for i, p := range t.Partitions {
 			name := fmt.Sprintf("%s/%d", t.Name, i)
-			if len(p.ISR) == 0 {
-				return name + ": empty ISR"
+			// The ISR empties only when its last member leaves it: the
+			// partition is then leaderless, its members eligible leaders.
+			if len(p.ISR) == 0 && p.Leader != metadata.NoLeader {
+				return fmt.Sprintf("%s: leader %d with an empty ISR", name, p.Leader)
+			}
+			if len(p.ELR) > 0 && len(p.ISR) >= c.minISR(next, t) {
+				return fmt.Sprintf("%s: ELR %v beside an ISR %v at min ISR", name, p.ELR, p.ISR)
+			}
+			for _, m := range p.ELR {
+				if !slices.Contains(p.Replicas, m) || slices.Contains(p.ISR, m) {
+					return fmt.Sprintf("%s: ELR %v not within replicas %v outside ISR %v", name, p.ELR, p.Replicas, p.ISR)
+				}
+				if _, ok := next.Broker(m); !ok {
+					return fmt.Sprintf("%s: ELR %v holds unregistered broker %d", name, p.ELR, m)
+				}
+			}
+			if _, ok := next.Broker(p.Leader); p.Leader != metadata.NoLeader && !ok {
+				return fmt.Sprintf("%s: leader %d is not registered", name, p.Leader)
 			}
 			if len(slices.Compact(slices.Sorted(slices.Values(p.Replicas)))) != len(p.Replicas) {
 				return fmt.Sprintf("%s: replicas %v repeat a broker", name, p.Replicas)
@@ -199,6 +215,8 @@ func checkInvariants(prev, next *metadata.Image) string {
 				}
 			} else if slices.ContainsFunc(p.ISR, func(m int32) bool { return active(next, m) }) {
 				return fmt.Sprintf("%s: leaderless with an eligible ISR %v", name, p.ISR)
+			} else if len(p.ISR) == 0 && slices.ContainsFunc(p.ELR, func(m int32) bool { return active(next, m) }) {
+				return fmt.Sprintf("%s: leaderless with an eligible ELR %v", name, p.ELR)
 			}
 			if !existed || i >= len(old.Partitions) {
 				continue
@@ -211,7 +229,7 @@ func checkInvariants(prev, next *metadata.Image) string {
 				return fmt.Sprintf("%s: leader changed %d -> %d without a leader epoch bump", name, q.Leader, p.Leader)
 			}
 			changed := p.Leader != q.Leader || !slices.Equal(p.ISR, q.ISR) || !slices.Equal(p.Replicas, q.Replicas) ||
-				p.LeaderRecoveryState != q.LeaderRecoveryState
+				p.LeaderRecoveryState != q.LeaderRecoveryState || !slices.Equal(p.ELR, q.ELR)
 			if changed && p.PartitionEpoch <= q.PartitionEpoch {
 				return fmt.Sprintf("%s: changed without a partition epoch bump: %+v -> %+v", name, q, p)
 			}

@@ -160,11 +160,29 @@ func topicMetadata(env *Env, r *kmsg.MetadataRequest, t *metadata.Topic) kmsg.Me
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = append([]int32(nil), p.ISR...)
-		mp.OfflineReplicas = []int32{}
+		mp.OfflineReplicas = offlineReplicas(env, p.Replicas)
 		if p.Leader == -1 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// offlineReplicas returns the replicas whose broker is unregistered or
+// fenced, as KRaftMetadataCache.getOfflineReplicas (Cascade has one log
+// directory per broker and one client listener name across the cluster).
+// A single node lists none: it is the only replica of all it has.
+func offlineReplicas(env *Env, replicas []int32) []int32 {
+	out := []int32{}
+	if env.Cluster == nil {
+		return out
+	}
+	img := env.Meta.Image()
+	for _, r := range replicas {
+		if b, ok := img.Broker(r); !ok || b.Fenced {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,13 +15,17 @@ import (
 //   - v0: KIP-700; flexible from the start
 //   - v1: EndpointType (KIP-919): a broker answers only for brokers, else
 //     MISMATCHED_ENDPOINT_TYPE
-//   - v2: IncludeFencedBrokers and each broker's IsFenced (KIP-1073); a
-//     single node is never fenced
+//   - v2: IncludeFencedBrokers and each broker's IsFenced (KIP-1073): the
+//     fenced registrations too, with their endpoint of the listener this
+//     node serves clients on; a single node is never fenced
 //
-// ControllerID is this node: as Kafka's KRaft brokers, which report a live
-// broker because clients cannot reach the controllers. Cascade has no
-// authorizer, so ClusterAuthorizedOperations, when asked for, is every
-// operation Kafka's AclEntry supports on the CLUSTER resource.
+// ControllerID is a live broker, since clients cannot reach the
+// controllers: Kafka's brokers name a random live broker; Cascade names the
+// active controller when it is a live broker (a combined node), else this
+// broker or another live one, and -1 while no active controller is known;
+// a single node names itself. Cascade has no authorizer, so
+// ClusterAuthorizedOperations, when asked for, is every operation Kafka's
+// AclEntry supports on the CLUSTER resource.
 func init() { register(60, 0, 2, handleDescribeCluster) }
 
 // ClusterAuthorizedOps are the AclOperation codes (Kafka's AclOperation)
@@ -62,8 +68,53 @@ func handleDescribeCluster(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		}
 		resp.Brokers = append(resp.Brokers, b)
 	}
+	if req.Version >= 2 && r.IncludeFencedBrokers {
+		resp.Brokers = append(resp.Brokers, fencedBrokers(env)...)
+		slices.SortFunc(resp.Brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	}
 	if r.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = ClusterAuthorizedOps
 	}
 	return resp, nil
+}
+
+// fencedBrokers returns the fenced registrations of the image, each with
+// the endpoint of the listener this node advertises to clients (the one
+// its own registration lists at Env's host and port), as Kafka's
+// KRaftMetadataCache.describeClusterBrokers with fenced brokers included.
+func fencedBrokers(env *Env) []kmsg.DescribeClusterResponseBroker {
+	if env.Cluster == nil {
+		return nil
+	}
+	img := env.Meta.Image()
+	self, ok := img.Broker(env.NodeID)
+	if !ok {
+		return nil
+	}
+	listener := ""
+	for _, e := range self.Endpoints {
+		if e.Host == env.Host && int32(e.Port) == env.Port {
+			listener = e.Name
+		}
+	}
+	var out []kmsg.DescribeClusterResponseBroker
+	for _, reg := range img.Brokers() {
+		if !reg.Fenced {
+			continue
+		}
+		for _, e := range reg.Endpoints {
+			if e.Name != listener {
+				continue
+			}
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port, b.IsFenced = reg.ID, e.Host, int32(e.Port), true
+			if reg.Rack != "" {
+				rack := reg.Rack
+				b.Rack = &rack
+			}
+			out = append(out, b)
+			break
+		}
+	}
+	return out
 }

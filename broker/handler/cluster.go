@@ -20,8 +20,9 @@ type Cluster interface {
 	// LiveBrokers returns the unfenced registered brokers with the
 	// advertised endpoint of the client listener, in id order.
 	LiveBrokers() []BrokerAddr
-	// ControllerID returns the active controller's node id, -1 when none
-	// is known.
+	// ControllerID returns the node Metadata and DescribeCluster name as
+	// controller: a live broker, the active controller when it is one;
+	// -1 when no active controller is known.
 	ControllerID() int32
 	// WriteTxnMarkers sends markers to live broker id, the leader of
 	// their partitions (Kafka's TransactionMarkerChannelManager).
@@ -52,7 +53,8 @@ func (env *Env) brokers() []BrokerAddr {
 }
 
 // controllerID is the id Metadata and DescribeCluster give as controller:
-// as Kafka 4 brokers, the active controller's.
+// a live broker, as Kafka 4 brokers name (Cluster.ControllerID), or this
+// node alone.
 func (env *Env) controllerID() int32 {
 	if env.Cluster == nil {
 		return env.NodeID

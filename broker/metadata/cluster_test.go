@@ -26,6 +26,13 @@ var clusterRecords = []Record{
 		Replicas: []int32{3, 2, 1}, LeaderRecoveryState: LeaderRecovering},
 	PartitionRecord{TopicID: UUID{1}, Partition: 2, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1,
 		LeaderRecoveryState: LeaderRecovering},
+	// Eligible leader replicas (KIP-966): nil keeps, empty clears.
+	PartitionChangeRecord{TopicID: UUID{1}, Partition: 1, ISR: []int32{}, Leader: NoLeader,
+		LeaderRecoveryState: LeaderRecoveryNoChange, ELR: []int32{2, 3}, LastKnownELR: []int32{}},
+	PartitionChangeRecord{TopicID: UUID{1}, Partition: 1, Leader: 2,
+		LeaderRecoveryState: LeaderRecoveryNoChange, LastKnownELR: []int32{2}},
+	PartitionRecord{TopicID: UUID{1}, Partition: 3, Replicas: []int32{1, 2}, ISR: []int32{}, Leader: NoLeader,
+		ELR: []int32{1}, LastKnownELR: []int32{2}},
 }
 
 func TestClusterRecordsRoundTrip(t *testing.T) {
@@ -56,8 +63,12 @@ func TestPartitionRecordVersion(t *testing.T) {
 	if v0[1] != typePartition || v0[2] != 0 || v1[2] != partitionRecordV1 || len(v1) != len(v0)+1 {
 		t.Fatalf("v0 %x v1 %x", v0, v1)
 	}
+	elr := EncodeBatch([]Record{PartitionRecord{TopicID: UUID{1}, Replicas: []int32{1}, ISR: []int32{}, Leader: NoLeader, ELR: []int32{1}}})
+	if elr[2] != partitionRecordV2 {
+		t.Fatalf("ELR written at version %d", elr[2])
+	}
 	bad := slices.Clone(v0)
-	bad[2] = 2
+	bad[2] = partitionRecordV2 + 1
 	if _, err := DecodeBatch(bad); err == nil {
 		t.Fatal("unknown version decoded")
 	}
@@ -133,6 +144,9 @@ func TestApplyClusterRecords(t *testing.T) {
 		{PartitionChangeRecord{TopicID: id, Leader: 3, LeaderRecoveryState: LeaderRecoveryNoChange}},
 		{PartitionChangeRecord{TopicID: id, Leader: -3, LeaderRecoveryState: LeaderRecoveryNoChange}},
 		{PartitionChangeRecord{TopicID: id, Leader: NoLeaderChange, LeaderRecoveryState: 2}},
+		{PartitionChangeRecord{TopicID: id, Leader: NoLeaderChange, LeaderRecoveryState: LeaderRecoveryNoChange, ELR: []int32{1}}},
+		{PartitionChangeRecord{TopicID: id, Leader: NoLeaderChange, LeaderRecoveryState: LeaderRecoveryNoChange, ELR: []int32{3}}},
+		{PartitionRecord{TopicID: id, Partition: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, ELR: []int32{1}}},
 	}
 	for _, recs := range bad {
 		if _, err := Apply(next, recs); err == nil {
@@ -235,5 +249,31 @@ func TestPlannerOnRegistrations(t *testing.T) {
 	more, err := p.CreatePartitions(img, CreatePartitions{Name: "t", Count: 6}, &budget)
 	if err != nil || len(more) != 2 {
 		t.Fatal(more, err)
+	}
+}
+
+func TestWellFormedAssignments(t *testing.T) {
+	as := func(lists ...[]int32) []Assignment {
+		var out []Assignment
+		for i, l := range lists {
+			out = append(out, Assignment{Partition: int32(i), Replicas: l})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		as   []Assignment
+		want bool
+	}{
+		{"even", as([]int32{1, 2}, []int32{2, 3}), true},
+		{"one", as([]int32{7}), true},
+		{"broker twice", as([]int32{1, 1}), false},
+		{"uneven", as([]int32{1}, []int32{2, 3}), false},
+		{"empty", as([]int32{}), false},
+		{"partition twice", []Assignment{{Partition: 0, Replicas: []int32{1}}, {Partition: 0, Replicas: []int32{2}}}, false},
+	} {
+		if got := WellFormedAssignments(tc.as); got != tc.want {
+			t.Errorf("%s: got %v want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -65,6 +65,16 @@ type Partition struct {
 	// LeaderRecoveryState is LeaderRecovering after an unclean election
 	// until the leader reports it recovered.
 	LeaderRecoveryState int8
+	// ELR are the eligible leader replicas (KIP-966): replicas that left an
+	// ISR smaller than min.insync.replicas while caught up to the high
+	// watermark, so a leader may be elected cleanly from them when the ISR
+	// is empty. Disjoint from the ISR.
+	ELR []int32
+	// LastKnownELR holds the last leader of a partition whose ISR emptied
+	// (Kafka's lastKnownElr with useLastKnownLeaderInBalancedRecovery):
+	// the one replica that may take it back once nothing else is
+	// eligible.
+	LastKnownELR []int32
 }
 
 // PreferredLeader returns the first replica, or NoLeader without replicas.
@@ -217,7 +227,10 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 			}
 			p := Partition{Partition: r.Partition, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
 				Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
-				LeaderRecoveryState: r.LeaderRecoveryState}
+				LeaderRecoveryState: r.LeaderRecoveryState, ELR: slices.Clone(r.ELR), LastKnownELR: slices.Clone(r.LastKnownELR)}
+			if err := checkReplicaSets(p); err != nil {
+				return nil, fmt.Errorf("metadata: topic %q partition %d: %w", t.Name, r.Partition, err)
+			}
 			switch {
 			case int(r.Partition) < len(t.Partitions) && r.Partition >= 0:
 				t.Partitions[r.Partition] = p
@@ -360,6 +373,12 @@ func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 	if r.ISR != nil {
 		p.ISR = slices.Clone(r.ISR)
 	}
+	if r.ELR != nil {
+		p.ELR = slices.Clone(r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		p.LastKnownELR = slices.Clone(r.LastKnownELR)
+	}
 	if r.Leader != NoLeaderChange {
 		if r.Leader < NoLeader {
 			return p, fmt.Errorf("leader %d", r.Leader)
@@ -375,15 +394,27 @@ func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 		return p, fmt.Errorf("leader recovery state %d", r.LeaderRecoveryState)
 	}
 	p.PartitionEpoch++
+	return p, checkReplicaSets(p)
+}
+
+// checkReplicaSets checks that the ISR and ELR lie within the replicas and
+// share no member (as ReplicationControlManager.updatePartitionInfo's
+// validation), and that the leader is a replica.
+func checkReplicaSets(p Partition) error {
 	for _, id := range p.ISR {
 		if !slices.Contains(p.Replicas, id) {
-			return p, fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
+			return fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
+		}
+	}
+	for _, id := range p.ELR {
+		if !slices.Contains(p.Replicas, id) || slices.Contains(p.ISR, id) {
+			return fmt.Errorf("ELR %v not within replicas %v outside ISR %v", p.ELR, p.Replicas, p.ISR)
 		}
 	}
 	if p.Leader != NoLeader && !slices.Contains(p.Replicas, p.Leader) {
-		return p, fmt.Errorf("leader %d not among replicas %v", p.Leader, p.Replicas)
+		return fmt.Errorf("leader %d not among replicas %v", p.Leader, p.Replicas)
 	}
-	return p, nil
+	return nil
 }
 
 func setOrDelete(m map[string]string, k string, v *string) {
@@ -425,7 +456,7 @@ func (img *Image) Records() []Record {
 		for _, p := range t.Partitions {
 			recs = append(recs, PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
 				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				LeaderRecoveryState: p.LeaderRecoveryState})
+				LeaderRecoveryState: p.LeaderRecoveryState, ELR: p.ELR, LastKnownELR: p.LastKnownELR})
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
 			v := t.Configs[k]

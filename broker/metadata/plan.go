@@ -257,6 +257,26 @@ func (p *Planner) validateReplicas(replicas []int32, rf int) error {
 	return nil
 }
 
+// WellFormedAssignments reports whether a manual assignment passes the
+// checks of validateManualPartitionAssignment that need no broker
+// registrations: partitions named once, replica lists non-empty, without a
+// broker named twice, and all of one length. A caller that refuses a topic
+// for its replication factor does so only for a well-formed assignment,
+// leaving the others to the planner, which refuses them as Kafka does
+// (INVALID_REPLICA_ASSIGNMENT).
+func WellFormedAssignments(as []Assignment) bool {
+	seen := map[int32]bool{}
+	for _, a := range as {
+		sorted := slices.Sorted(slices.Values(a.Replicas))
+		if seen[a.Partition] || len(a.Replicas) == 0 || len(slices.Compact(sorted)) != len(a.Replicas) ||
+			len(a.Replicas) != len(as[0].Replicas) {
+			return false
+		}
+		seen[a.Partition] = true
+	}
+	return true
+}
+
 // ResolveDeleteTopic finds the topic a DeleteTopic names and returns its
 // RemoveTopicRecord.
 func ResolveDeleteTopic(img *Image, req DeleteTopic) (*Topic, Record, error) {

@@ -71,6 +71,11 @@ type PartitionRecord struct {
 	PartitionEpoch int32
 	// LeaderRecoveryState is LeaderRecovered or LeaderRecovering.
 	LeaderRecoveryState int8
+	// ELR and LastKnownELR are the partition's eligible leader replicas
+	// and last known leader (KIP-966; tagged fields of Kafka's
+	// PartitionRecord), empty when there are none.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // ConfigRecord sets (Value non-nil) or deletes (Value nil) one config of a
@@ -135,6 +140,27 @@ const recordVersion = 0
 // binary that knows only version 0.
 const partitionRecordV1 = 1
 
+// partitionRecordV2 adds ELR and LastKnownELR after LeaderRecoveryState;
+// it is written only when either is non-empty, as Kafka writes tagged
+// fields only when set.
+const partitionRecordV2 = 2
+
+// partitionChangeRecordV1 adds ELR and LastKnownELR (nil for no change)
+// to PartitionChangeRecord, written only when either changes.
+const partitionChangeRecordV1 = 1
+
+// knownVersion reports whether a decoder knows version ver of record type
+// typ.
+func knownVersion(typ, ver uint8) bool {
+	switch typ {
+	case typePartition:
+		return ver <= partitionRecordV2
+	case typePartitionChange:
+		return ver <= partitionChangeRecordV1
+	}
+	return ver == recordVersion
+}
+
 // ErrCorruptRecord is returned when a batch that passed its checksum does
 // not decode: a bug or a newer format, never a torn write.
 var ErrCorruptRecord = errors.New("metadata: undecodable record")
@@ -159,7 +185,13 @@ func EncodeBatch(recs []Record) []byte {
 			body.varint(int64(r.Leader))
 			body.varint(int64(r.LeaderEpoch))
 			body.varint(int64(r.PartitionEpoch))
-			if r.LeaderRecoveryState != LeaderRecovered {
+			switch {
+			case len(r.ELR) > 0 || len(r.LastKnownELR) > 0:
+				ver = partitionRecordV2
+				body.varint(int64(r.LeaderRecoveryState))
+				body.int32s(r.ELR)
+				body.int32s(r.LastKnownELR)
+			case r.LeaderRecoveryState != LeaderRecovered:
 				ver = partitionRecordV1
 				body.varint(int64(r.LeaderRecoveryState))
 			}
@@ -184,6 +216,13 @@ func EncodeBatch(recs []Record) []byte {
 			body.varint(int64(r.Level))
 		case ClusterIDRecord:
 			body.str(r.ClusterID)
+		case PartitionChangeRecord:
+			encodePartitionChange(&body, r)
+			if r.ELR != nil || r.LastKnownELR != nil {
+				ver = partitionChangeRecordV1
+				body.nullableInt32s(r.ELR)
+				body.nullableInt32s(r.LastKnownELR)
+			}
 		default:
 			if !encodeCluster(&body, r) {
 				panic(fmt.Sprintf("metadata: cannot encode %T", r))
@@ -212,7 +251,7 @@ func DecodeBatch(b []byte) ([]Record, error) {
 		}
 		typ, ver := rd.b[0], rd.b[1]
 		rd.b = rd.b[2:]
-		if ver != recordVersion && !(typ == typePartition && ver == partitionRecordV1) {
+		if !knownVersion(typ, ver) {
 			return nil, fmt.Errorf("%w: record type %d version %d", ErrCorruptRecord, typ, ver)
 		}
 		size := rd.uvarint()
@@ -234,8 +273,12 @@ func DecodeBatch(b []byte) ([]Record, error) {
 			p.Leader = body.int32()
 			p.LeaderEpoch = body.int32()
 			p.PartitionEpoch = body.int32()
-			if ver == partitionRecordV1 {
+			if ver >= partitionRecordV1 {
 				p.LeaderRecoveryState = body.int8()
+			}
+			if ver >= partitionRecordV2 {
+				p.ELR = body.int32s()
+				p.LastKnownELR = body.int32s()
 			}
 			rec = p
 		case typeConfig:
@@ -258,7 +301,7 @@ func DecodeBatch(b []byte) ([]Record, error) {
 			rec = ClusterIDRecord{ClusterID: body.str()}
 		default:
 			var ok bool
-			if rec, ok = decodeCluster(typ, &body); !ok {
+			if rec, ok = decodeCluster(typ, ver, &body); !ok {
 				return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, typ)
 			}
 		}

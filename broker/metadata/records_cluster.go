@@ -96,12 +96,12 @@ type BrokerRegistrationChangeRecord struct {
 
 // PartitionChangeRecord changes one partition. A nil ISR or Replicas keeps
 // the current one; Leader NoLeaderChange keeps the leader and
-// LeaderRecoveryState LeaderRecoveryNoChange keeps the state. Applying it
-// bumps the partition epoch, and the leader epoch when Leader is not
-// NoLeaderChange, as Kafka's PartitionRegistration.merge. Kafka's
-// reassignment fields (AddingReplicas, RemovingReplicas), Directories and the
-// eligible leader replicas (KIP-966) are not carried: Cascade has no
-// reassignment, one directory per broker, and ELR off.
+// LeaderRecoveryState LeaderRecoveryNoChange keeps the state; a nil ELR or
+// LastKnownELR keeps them (KIP-966, tagged fields of Kafka's record).
+// Applying it bumps the partition epoch, and the leader epoch when Leader is
+// not NoLeaderChange, as Kafka's PartitionRegistration.merge. Kafka's
+// reassignment fields (AddingReplicas, RemovingReplicas) and Directories are
+// not carried: Cascade has no reassignment and one directory per broker.
 type PartitionChangeRecord struct {
 	TopicID             UUID
 	Partition           int32
@@ -109,6 +109,8 @@ type PartitionChangeRecord struct {
 	Leader              int32
 	Replicas            []int32
 	LeaderRecoveryState int8
+	ELR                 []int32
+	LastKnownELR        []int32
 }
 
 const (
@@ -155,22 +157,25 @@ func encodeCluster(body *writer, r Record) bool {
 		body.varint(r.BrokerEpoch)
 		body.varint(int64(r.Fenced))
 		body.varint(int64(r.InControlledShutdown))
-	case PartitionChangeRecord:
-		body.uuid(r.TopicID)
-		body.varint(int64(r.Partition))
-		body.nullableInt32s(r.ISR)
-		body.varint(int64(r.Leader))
-		body.nullableInt32s(r.Replicas)
-		body.varint(int64(r.LeaderRecoveryState))
 	default:
 		return false
 	}
 	return true
 }
 
+// encodePartitionChange encodes a PartitionChangeRecord's version 0 fields.
+func encodePartitionChange(body *writer, r PartitionChangeRecord) {
+	body.uuid(r.TopicID)
+	body.varint(int64(r.Partition))
+	body.nullableInt32s(r.ISR)
+	body.varint(int64(r.Leader))
+	body.nullableInt32s(r.Replicas)
+	body.varint(int64(r.LeaderRecoveryState))
+}
+
 // decodeCluster decodes the body of a cluster record; ok is false for
 // another record type.
-func decodeCluster(typ uint8, body *reader) (Record, bool) {
+func decodeCluster(typ, ver uint8, body *reader) (Record, bool) {
 	switch typ {
 	case typeRegisterBroker:
 		var r RegisterBrokerRecord
@@ -204,6 +209,10 @@ func decodeCluster(typ uint8, body *reader) (Record, bool) {
 		r.Leader = body.int32()
 		r.Replicas = body.nullableInt32s()
 		r.LeaderRecoveryState = body.int8()
+		if ver >= partitionChangeRecordV1 {
+			r.ELR = body.nullableInt32s()
+			r.LastKnownELR = body.nullableInt32s()
+		}
 		return r, true
 	}
 	return nil, false
