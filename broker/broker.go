@@ -234,6 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 	if b.cluster != nil {
+		b.cluster.previousEpoch = b.logs.previousBrokerEpoch()
 		b.cluster.startBrokerSide(env)
 	}
 	logUnserved(b.logger, bc, b.cluster != nil)
@@ -441,6 +442,10 @@ func (b *Broker) shutdown() error {
 		b.unsub()
 	}
 	if b.logs != nil {
+		if b.cluster != nil && b.cluster.brokerPart != nil {
+			// The next registration proves this shutdown clean.
+			b.logs.setBrokerEpoch(b.cluster.epoch.Load())
+		}
 		errs = append(errs, b.logs.close())
 	}
 	if b.meta != nil {

@@ -156,6 +156,7 @@ func (n *clusterNode) register(addr string, incarnation [16]byte) {
 	r := kmsg.NewPtrBrokerRegistrationRequest()
 	r.SetVersion(4)
 	r.BrokerID, r.ClusterID, r.IncarnationID = n.self, n.clusterID, incarnation
+	r.PreviousBrokerEpoch = n.previousEpoch
 	if n.bc.Cluster.Rack != "" {
 		rack := n.bc.Cluster.Rack
 		r.Rack = &rack

@@ -347,7 +347,7 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 // registrationOf converts a BrokerRegistrationRequest.
 func registrationOf(r *kmsg.BrokerRegistrationRequest) controller.RegisterBrokerRequest {
 	out := controller.RegisterBrokerRequest{BrokerID: r.BrokerID, ClusterID: r.ClusterID,
-		IncarnationID: metadata.UUID(r.IncarnationID)}
+		IncarnationID: metadata.UUID(r.IncarnationID), PreviousBrokerEpoch: r.PreviousBrokerEpoch}
 	if r.Rack != nil {
 		out.Rack = *r.Rack
 	}

@@ -51,6 +51,9 @@ type brokerPart struct {
 	txnPeers   *txnPeers  // transaction requests to other brokers
 
 	epoch atomic.Int64 // this broker's epoch; -1 until registered
+	// previousEpoch is the epoch the log dirs' clean shutdown recorded,
+	// -1 after a crash: the registration's PreviousBrokerEpoch.
+	previousEpoch int64
 }
 
 func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
@@ -65,6 +68,7 @@ func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
 		txnPeers:   newTxnPeers(n.self),
 	}
 	p.epoch.Store(-1)
+	p.previousEpoch = -1
 	return p
 }
 

@@ -104,6 +104,29 @@ func (d *logDirs) warnStrays(parts *partition.Manager, lg interface{ Warn(string
 	}
 }
 
+// setBrokerEpoch sets the broker epoch every dir's clean shutdown records.
+func (d *logDirs) setBrokerEpoch(epoch int64) {
+	for _, m := range d.mgrs {
+		m.SetBrokerEpoch(epoch)
+	}
+}
+
+// previousBrokerEpoch is the registration's PreviousBrokerEpoch: the epoch
+// every dir's clean shutdown recorded, or -1 when any dir was not shut
+// down cleanly or they disagree, as Kafka's BrokerServer reads its
+// CleanShutdownFileHandler markers.
+func (d *logDirs) previousBrokerEpoch() int64 {
+	epoch := int64(-1)
+	for i, m := range d.mgrs {
+		e := m.Stats().CleanShutdownEpoch
+		if e < 0 || (i > 0 && e != epoch) {
+			return -1
+		}
+		epoch = e
+	}
+	return epoch
+}
+
 func (d *logDirs) close() error {
 	var errs []error
 	for _, m := range d.mgrs {

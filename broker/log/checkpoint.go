@@ -265,6 +265,22 @@ type cleanShutdown struct {
 	BrokerEpoch int64 `json:"brokerEpoch"`
 }
 
+// readCleanShutdown returns the broker epoch of dir's clean-shutdown
+// marker; ok is false when there is none. A marker without a readable
+// epoch (an older Cascade's or an empty file) still marks a clean
+// shutdown, of epoch -1.
+func readCleanShutdown(dir string) (epoch int64, ok bool) {
+	data, err := os.ReadFile(filepath.Join(dir, cleanShutdownFile))
+	if err != nil {
+		return -1, false
+	}
+	var c cleanShutdown
+	if json.Unmarshal(data, &c) != nil {
+		return -1, true
+	}
+	return c.BrokerEpoch, true
+}
+
 func writeCleanShutdown(dir string, brokerEpoch int64) error {
 	data, err := json.Marshal(cleanShutdown{Version: 0, BrokerEpoch: brokerEpoch})
 	if err != nil {

@@ -304,3 +304,40 @@ func TestTimestampBounds(t *testing.T) {
 		t.Fatalf("LogAppendTime topics ignore the bounds: %v", err)
 	}
 }
+
+// TestCleanShutdownEpoch checks that a clean close records the broker
+// epoch it was given, that the next open reports it, and that an open
+// after a crash (no close) reports -1.
+func TestCleanShutdownEpoch(t *testing.T) {
+	c := newFakeClock()
+	dir := t.TempDir()
+	m, err := Open(dir, testOpts(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := m.Stats().CleanShutdownEpoch; e != -1 {
+		t.Fatalf("a new dir reports clean epoch %d", e)
+	}
+	m.SetBrokerEpoch(42)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, err = Open(dir, testOpts(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Stats(); !st.CleanShutdown || st.CleanShutdownEpoch != 42 {
+		t.Fatalf("after a clean close at epoch 42: %+v", st)
+	}
+	// A crash: the lock and logs go away without Close.
+	m.closeLogs(false)
+	m.lock.Close()
+	m, err = Open(dir, testOpts(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if st := m.Stats(); st.CleanShutdown || st.CleanShutdownEpoch != -1 {
+		t.Fatalf("after a crash: %+v", st)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,23 +36,31 @@ type Manager struct {
 	logs   map[TopicPartition]*Log
 	closed bool
 
-	lock      *os.File
-	flusher   *flusher
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	deletes   sync.WaitGroup
-	ckptWake  chan struct{}
-	ckptMu    sync.Mutex
-	wasClean  bool
-	loadStats LoadStats
-	cleaner   cleanerState
+	lock     *os.File
+	flusher  *flusher
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	deletes  sync.WaitGroup
+	ckptWake chan struct{}
+	ckptMu   sync.Mutex
+	wasClean bool
+	// cleanEpoch is the broker epoch the last clean shutdown recorded,
+	// -1 when it was not clean.
+	cleanEpoch int64
+	// brokerEpoch is what Close records in the clean-shutdown marker.
+	brokerEpoch atomic.Int64
+	loadStats   LoadStats
+	cleaner     cleanerState
 }
 
 // LoadStats describes what Open found.
 type LoadStats struct {
 	Partitions    int
 	CleanShutdown bool
-	Duration      time.Duration
+	// CleanShutdownEpoch is the broker epoch the clean shutdown recorded
+	// (0 from a single node), -1 when the last shutdown was not clean.
+	CleanShutdownEpoch int64
+	Duration           time.Duration
 }
 
 // Open loads the log dir, creating it if needed. Each partition directory
@@ -79,12 +88,15 @@ func Open(dir string, opts Options) (*Manager, error) {
 		return nil, err
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
-	_, err = os.Stat(marker)
-	m.wasClean = err == nil
+	m.cleanEpoch = -1
+	epoch, hadMarker := readCleanShutdown(dir)
+	if hadMarker {
+		m.wasClean, m.cleanEpoch = true, epoch
+	}
 	rps, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointFile))
 	if err != nil {
 		opts.Logger.Warn("ignoring unreadable recovery point checkpoint", "err", err)
-		rps, m.wasClean = map[TopicPartition]int64{}, false
+		rps, m.wasClean, m.cleanEpoch = map[TopicPartition]int64{}, false, -1
 	}
 	starts, err := readOffsetCheckpoint(filepath.Join(dir, logStartOffsetFile))
 	if err != nil {
@@ -131,7 +143,7 @@ func Open(dir string, opts Options) (*Manager, error) {
 	}
 	// A crash from now on must not look clean (LogManager deletes the
 	// marker once logs are loaded).
-	if m.wasClean {
+	if hadMarker {
 		if err := os.Remove(marker); err != nil {
 			m.closeLogs(false)
 			return nil, fmt.Errorf("%w: %v", ErrStorage, err)
@@ -145,7 +157,8 @@ func Open(dir string, opts Options) (*Manager, error) {
 		m.closeLogs(false)
 		return nil, err
 	}
-	m.loadStats = LoadStats{Partitions: len(m.logs), CleanShutdown: m.wasClean, Duration: opts.Clock().Sub(start)}
+	m.loadStats = LoadStats{Partitions: len(m.logs), CleanShutdown: m.wasClean, CleanShutdownEpoch: m.cleanEpoch,
+		Duration: opts.Clock().Sub(start)}
 	m.wg.Add(1)
 	m.flusher.done.Add(1)
 	go m.flusher.run()
@@ -154,6 +167,11 @@ func Open(dir string, opts Options) (*Manager, error) {
 	ok = true
 	return m, nil
 }
+
+// SetBrokerEpoch sets the broker epoch a clean Close records, as Kafka's
+// CleanShutdownFileHandler, so that the next registration can prove the
+// shutdown was clean (PreviousBrokerEpoch).
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 
 // Stats returns what Open found.
 func (m *Manager) Stats() LoadStats { return m.loadStats }
@@ -439,7 +457,7 @@ func (m *Manager) Close() error {
 			return nil // an offline log must be recovered at the next start
 		}
 	}
-	if err := writeCleanShutdown(m.dir, 0); err != nil {
+	if err := writeCleanShutdown(m.dir, m.brokerEpoch.Load()); err != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	return nil
