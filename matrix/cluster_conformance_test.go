@@ -183,11 +183,6 @@ type knownDifference struct {
 }
 
 var knownDifferences = map[string]knownDifference{
-	"consumer-offsets-placement": {
-		why: "__consumer_offsets is placed with all 50 partitions on one broker; Kafka's default placement " +
-			"(StripedReplicaPlacer) spreads them, 16, 17 and 17",
-		lines: []string{`+ 50`, `- 16,`, `- 17`, `- 17,`},
-	},
 }
 
 // judge compares a step's answer with Apache Kafka's.
