@@ -401,6 +401,9 @@ func (b *Broker) Close() error {
 
 func (b *Broker) shutdown() error {
 	var errs []error
+	if b.cluster != nil && b.srv != nil {
+		b.cluster.controlledShutdown()
+	}
 	if b.srv != nil {
 		errs = append(errs, b.srv.Close())
 		<-b.serveDone

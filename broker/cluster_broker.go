@@ -225,6 +225,10 @@ type clusterDispatcher struct {
 const forwardBound = 30 * time.Second
 
 func (d *clusterDispatcher) Dispatch(ctx context.Context, wr *wire.Request) (wire.Response, error) {
+	if wr.Header.Key == 18 {
+		resp, err := d.env.Dispatch(ctx, wr)
+		return withControllerAPIs(resp), err
+	}
 	if !forwardedKeys[wr.Header.Key] {
 		return d.env.Dispatch(ctx, wr)
 	}
@@ -234,10 +238,14 @@ func (d *clusterDispatcher) Dispatch(ctx context.Context, wr *wire.Request) (wir
 	if !namesTopics(wr) {
 		return d.env.Dispatch(ctx, wr)
 	}
-	ctx, cancel := context.WithTimeout(ctx, forwardBound)
+	ctx, cancel := context.WithTimeout(ctx, forwardDeadline(wr))
 	defer cancel()
 	resp, err := d.forwardLoop(ctx, wr)
 	if err != nil {
+		if to, ok := timedOutAnswer(wr); ok {
+			d.n.logger.Info("no active controller took a forwarded request", "api", kmsg.NameForKey(wr.Header.Key), "err", err)
+			return to, nil
+		}
 		return wire.Response{}, fmt.Errorf("broker: forwarding %s: %w", kmsg.NameForKey(wr.Header.Key), err)
 	}
 	return resp, nil
@@ -284,6 +292,9 @@ func (d *clusterDispatcher) forwardOnce(ctx context.Context, wr *wire.Request) (
 		return wire.Response{}, errors.New("no active controller known")
 	}
 	if id == d.n.self {
+		if servedByController[wr.Header.Key] {
+			return d.n.serveLocally(wr)
+		}
 		return d.n.ctlEnv.Load().Dispatch(ctx, wr)
 	}
 	body, err := d.n.forwards.roundTrip(ctx, addr, wr.Header.Key, wr.Header.Version, wr.Body)
@@ -313,7 +324,7 @@ func hasNotController(resp kmsg.Response) bool {
 	case *kmsg.IncrementalAlterConfigsResponse:
 		return anyNotController(r.Resources, func(t kmsg.IncrementalAlterConfigsResponseResource) int16 { return t.ErrorCode })
 	}
-	return false
+	return notControllerAnswer(resp)
 }
 
 func anyNotController[T any](xs []T, code func(T) int16) bool {

@@ -103,6 +103,8 @@ func (a *activeController) activate(term uint64) {
 	cfg.HeartbeatInterval = bc.Cluster.HeartbeatInterval
 	cfg.NumPartitions = bc.NumPartitions
 	cfg.DefaultReplicationFactor = max(1, bc.DefaultReplicationFactor)
+	cfg.AutoLeaderRebalance = bc.Cluster.Replication.AutoLeaderRebalance
+	cfg.LeaderImbalanceCheckInterval = bc.Cluster.Replication.LeaderImbalanceCheckInterval
 	cfg.Broker = bc
 	c, err := controller.New(cfg)
 	if err != nil {
@@ -173,6 +175,9 @@ func (a *activeController) tick() {
 	}
 	if len(reply.Fenced) > 0 {
 		a.n.logger.Info("fenced brokers whose session lapsed", "brokers", reply.Fenced)
+	}
+	if reply.Elections > 0 {
+		a.n.logger.Info("elected leaders by the periodic preferred-leader or unclean check", "partitions", reply.Elections)
 	}
 }
 

@@ -30,7 +30,9 @@ var forwardedKeys = map[int16]bool{
 	20: true, // DeleteTopics
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
+	43: true, // ElectLeaders (servedByController)
 	44: true, // IncrementalAlterConfigs
+	55: true, // DescribeQuorum (servedByController)
 }
 
 // controllerErrorCodes maps package controller's sentinels to Kafka codes.
@@ -147,6 +149,9 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 // the forwarded ones, with the versions it implements.
 var controllerAPIs = []handler.API{
 	{Key: 18, Min: 0, Max: 4}, // ApiVersions
+	{Key: 43, Min: 0, Max: 2}, // ElectLeaders
+	{Key: 55, Min: 0, Max: 2}, // DescribeQuorum
+	{Key: 56, Min: 2, Max: 3}, // AlterPartition
 	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
 	{Key: 63, Min: 0, Max: 1}, // BrokerHeartbeat
 	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
@@ -205,7 +210,7 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		return nil, fmt.Errorf("unsupported api key %d version %d", h.Key, h.Version)
 	}
 	req.SetVersion(h.Version)
-	if forwardedKeys[h.Key] {
+	if forwardedKeys[h.Key] && !servedByController[h.Key] {
 		env := n.ctlEnv.Load()
 		if env == nil {
 			return nil, errors.New("controller handlers not started")
@@ -261,6 +266,12 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		resp.ErrorCode, _ = controllerCode(err)
 		resp.ProducerIDStart, resp.ProducerIDLen = first, int32(size)
 		return resp, nil
+	case *kmsg.DescribeQuorumRequest:
+		return n.describeQuorum(ctx, r), nil
+	case *kmsg.ElectLeadersRequest:
+		return n.electLeaders(n.ctx, r), nil
+	case *kmsg.AlterPartitionRequest:
+		return n.alterPartition(ctx, r), nil
 	}
 	return nil, fmt.Errorf("api key %d is not served on the controller listener", h.Key)
 }

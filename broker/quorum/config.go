@@ -107,6 +107,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Ticker drives the run loop; nil means RealTicker. Core ignores it.
 	Ticker Ticker
+	// Now is the wall clock of the leader's follower timestamps
+	// (Describe); nil means time.Now. Core ignores it.
+	Now func() time.Time
 }
 
 // withDefaults validates c and fills in its defaults.
@@ -156,6 +159,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Ticker == nil {
 		c.Ticker = RealTicker
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c, nil
 }

@@ -24,6 +24,7 @@ type Node struct {
 	propc   chan *proposal
 	recvc   chan *pb.Message
 	reportc chan report
+	callc   chan func() // work on the loop: Describe, TransferLeadership
 	stopc   chan struct{}
 	donec   chan struct{}
 	once    sync.Once
@@ -33,6 +34,8 @@ type Node struct {
 	term    uint64
 	changed chan struct{}
 	err     error
+
+	peers peerTracker // the followers' answers; the loop's own
 }
 
 type proposal struct {
@@ -68,6 +71,7 @@ func Open(cfg Config, app Application, tr Transport) (*Node, error) {
 		propc:   make(chan *proposal, 256),
 		recvc:   make(chan *pb.Message, 1024),
 		reportc: make(chan report, 256),
+		callc:   make(chan func()),
 		stopc:   make(chan struct{}),
 		donec:   make(chan struct{}),
 		changed: make(chan struct{}),
@@ -225,6 +229,8 @@ func (n *Node) run() {
 		case m := <-n.recvc:
 			if err := n.core.Step(m); err != nil {
 				n.cfg.Logger.Debug("raft message refused", "from", m.GetFrom(), "type", m.GetType(), "err", err)
+			} else {
+				n.observe(m)
 			}
 		case r := <-n.reportc:
 			if r.snapshot {
@@ -243,6 +249,8 @@ func (n *Node) run() {
 					more = false
 				}
 			}
+		case f := <-n.callc:
+			f()
 		case <-n.stopc:
 			stop(nil)
 			return
