@@ -27,10 +27,11 @@
 // controller uses. The controller answers them with the same handler code
 // a single node runs, over its replica store.
 //
-// Until partitions are replicated: topics have replication factor 1 (a
-// higher one is INVALID_REPLICATION_FACTOR), a fenced broker's partitions
-// have no leader until it is unfenced, and the internal topics live on the
-// lowest voter, which is every group and transaction coordinator.
+// Replication (cluster_replication.go, broker/replication): partitions
+// with more than one replica are replicated as Kafka's ISR replication,
+// followers fetching from their leader. The internal topics live on the
+// lowest voter with one replica, which is every group and transaction
+// coordinator.
 //
 // Use:
 //

@@ -276,9 +276,9 @@ func notRunnablef(format string, args ...any) error {
 
 // CheckRunnable refuses what Cascade's node cannot run yet although Kafka
 // would: anything but combined broker,controller nodes (one alone, or
-// voters of a static controller.quorum.voters quorum whose partitions have
-// one replica each), a dynamic quorum, replication factors above 1, and
-// metadata log settings. Load and New call it; LoadCluster and NewCluster
+// voters of a static controller.quorum.voters quorum), a dynamic quorum,
+// replication factors above 1 on a single node and for internal topics,
+// and metadata log settings. Load and New call it; LoadCluster and NewCluster
 // do not. The errors match ErrNotRunnable.
 func (b *Broker) CheckRunnable() error {
 	c := &b.Cluster
@@ -293,16 +293,20 @@ func (b *Broker) CheckRunnable() error {
 	}
 	// One node holds one replica: a larger factor could never be met, so
 	// it is refused rather than leaving topics or coordinators unavailable.
+	// A cluster replicates topics, but its coordinators' internal topics
+	// still live on one node.
 	for _, key := range []string{"default.replication.factor", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor",
 		"share.coordinator.state.topic.min.isr"} {
-		if n, _ := asInt64(b.value(key)); n > 1 {
-			reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
-			if len(c.Voters) > 1 {
-				reason = "Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
-			}
-			return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
+		n, _ := asInt64(b.value(key))
+		if n <= 1 || (len(c.Voters) > 1 && key == "default.replication.factor") {
+			continue
 		}
+		reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
+		if len(c.Voters) > 1 {
+			reason = "Cascade's cluster keeps the coordinators' internal topics on one node, so they have 1 replica"
+		}
+		return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
 	}
 	for _, key := range metadataLogKeys {
 		if v, ok := b.set[key]; ok {

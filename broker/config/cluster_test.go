@@ -53,7 +53,7 @@ func TestClusterCombinedNodes(t *testing.T) {
 			t.Fatalf("metadata log dir %q", c.MetadataLog.Dir)
 		}
 		_, err = Load("testdata/kraft-combined.properties", ov)
-		want := "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
+		want := "Invalid value 3 for configuration offsets.topic.replication.factor: Cascade's cluster keeps the coordinators' internal topics on one node, so they have 1 replica"
 		if err == nil || err.Error() != want || !errors.Is(err, ErrNotRunnable) {
 			t.Fatalf("node %d: Load gave %v, want %s", id, err, want)
 		}
