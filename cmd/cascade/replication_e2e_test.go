@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,6 +175,40 @@ func TestClusterReplicationFailover(t *testing.T) {
 	// before it died may come in between).
 	gap, resumed := acks.longestGap(killed)
 	t.Logf("acknowledgements paused at most %v after the kill, resuming %v after it", gap, resumed.Sub(killed))
+
+	// A divergent tail: the leader appends what its followers (both
+	// paused) never fetch, then dies; the followers resume and elect a
+	// new leader from the ISR in a new epoch, and the old leader,
+	// restarted, truncates what it alone had before it rejoins the ISR.
+	oldLeader := int(newLeader)
+	var followers []int
+	for id := 1; id <= 3; id++ {
+		if id != oldLeader {
+			followers = append(followers, id)
+		}
+	}
+	for _, id := range followers {
+		c.procs[id-1].cmd.Process.Signal(syscall.SIGSTOP)
+	}
+	time.Sleep(time.Second) // the leader appends what no follower fetches
+	c.procs[oldLeader-1].kill()
+	for _, id := range followers {
+		c.procs[id-1].cmd.Process.Signal(syscall.SIGCONT)
+	}
+	waitFor(t, 30*time.Second, "a leader once the paused followers resume", func() bool {
+		l, _ := c.partitionOn(followers[0], topic)
+		return l >= 0 && l != int32(oldLeader)
+	})
+	newLeader, _ = c.partitionOn(followers[0], topic)
+	c.procs[oldLeader-1].start(t, c.bin, c.logs[oldLeader-1])
+	rejoinIn = waitFor(t, 45*time.Second, "the leader with a divergent tail back in the ISR", func() bool {
+		_, isr := c.partitionOn(int(newLeader), topic)
+		return len(isr) == 3
+	})
+	if !strings.Contains(c.logs[oldLeader-1].String(), "follower truncated") {
+		t.Fatalf("node %d, restarted with records no other replica had, did not truncate", oldLeader)
+	}
+	t.Logf("node %d restarted with a divergent tail: truncated and back in the ISR after %v", oldLeader, rejoinIn)
 
 	// One node down: a topic that needs three in-sync replicas refuses
 	// acks=all before appending.
