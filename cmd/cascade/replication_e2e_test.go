@@ -190,7 +190,22 @@ func TestClusterReplicationFailover(t *testing.T) {
 	for _, id := range followers {
 		c.procs[id-1].cmd.Process.Signal(syscall.SIGSTOP)
 	}
-	time.Sleep(time.Second) // the leader appends what no follower fetches
+	// What the leader alone appends: acks=1 records, acknowledged by the
+	// leader alone (so Kafka allows them to be lost), and the idempotent
+	// producer's batch in flight.
+	tail, err := kgo.NewClient(kgo.SeedBrokers(c.seeds[oldLeader-1]), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+	for i := range 5 {
+		if err := tail.ProduceSync(tctx, &kgo.Record{Value: []byte("tail-" + strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("acks=1 to the leader with its followers paused: %v", err)
+		}
+	}
+	tcancel()
+	tail.Close()
 	c.procs[oldLeader-1].kill()
 	for _, id := range followers {
 		c.procs[id-1].cmd.Process.Signal(syscall.SIGCONT)
