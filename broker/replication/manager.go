@@ -187,6 +187,9 @@ func (m *Manager) Apply(img *metadata.Image) {
 				s = &pstate{tp: tp, topicID: t.ID, p: p, st: st, notify: make(chan struct{})}
 				m.states[tp] = s
 			}
+			s.mu.Lock()
+			s.st.SetMinInSyncReplicas(m.minISR(t))
+			s.mu.Unlock()
 			m.applyPartition(s, ip, view, now)
 		}
 	}

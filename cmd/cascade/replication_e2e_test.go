@@ -150,6 +150,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	if other == int(leader) {
 		other = 2
 	}
+	wasController := c.controller(other) == leader
 	killed := time.Now()
 	c.procs[leader-1].kill()
 	newLeaderIn := waitFor(t, 30*time.Second, "a new leader from the ISR", func() bool {
@@ -161,7 +162,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 		return ok
 	})
 	newLeader, _ := c.partitionOn(other, topic)
-	t.Logf("leader %d killed: new leader %d seen after %v", leader, newLeader, newLeaderIn)
+	t.Logf("leader %d killed (the active controller too: %v): new leader %d seen after %v", leader, wasController, newLeader, newLeaderIn)
 
 	c.procs[leader-1].start(t, c.bin, c.logs[leader-1])
 	rejoinIn := waitFor(t, 45*time.Second, "the restarted node back in the ISR", func() bool {
