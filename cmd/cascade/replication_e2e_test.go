@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,8 +48,9 @@ func (c *testCluster) partitionOn(id int, topic string) (leader int32, isr []int
 // ackLog is what a producer had acknowledged, in acknowledgement order.
 type ackLog struct {
 	mu    sync.Mutex
-	acked []string
-	times []time.Time
+	acked   []string
+	times   []time.Time
+	offsets map[string]int64
 	errs  map[string]int
 }
 
@@ -61,6 +63,21 @@ func (a *ackLog) record(r *kgo.Record, err error) {
 	}
 	a.acked = append(a.acked, string(r.Value))
 	a.times = append(a.times, time.Now())
+	a.offsets[string(r.Value)] = r.Offset
+}
+
+// ackedSince counts the acknowledgements after t and returns the offset
+// of the last one.
+func (a *ackLog) ackedSince(t time.Time) (n int, last int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, at := range a.times {
+		if at.After(t) {
+			n++
+			last = a.offsets[a.acked[i]]
+		}
+	}
+	return n, last
 }
 
 // longestGap is the longest time without an acknowledgement from t on,
@@ -103,7 +120,9 @@ func (a *ackLog) snapshot() []string {
 // with an RF=3, min.insync.replicas=2 topic written by a franz-go
 // idempotent acks=all producer: SIGKILL of the partition's leader elects a
 // new one from the ISR and acknowledgements resume; the killed node,
-// restarted, truncates, catches up and rejoins the ISR; with one node down
+// restarted behind a log start that DeleteRecords moved meanwhile, starts
+// over at the leader's log start and rejoins the ISR; a leader that dies
+// with records only it had is truncated when it returns; with one node down
 // a topic needing three in-sync replicas refuses acks=all with
 // NOT_ENOUGH_REPLICAS; with two of three nodes down (no controller quorum
 // left, so the ISR cannot shrink) acks=all is never acknowledged; and
@@ -131,7 +150,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	acks := &ackLog{errs: map[string]int{}}
+	acks := &ackLog{errs: map[string]int{}, offsets: map[string]int64{}}
 	pctx, stopProducing := context.WithCancel(ctx)
 	var produced sync.WaitGroup
 	produced.Go(func() {
@@ -164,13 +183,33 @@ func TestClusterReplicationFailover(t *testing.T) {
 	newLeader, _ := c.partitionOn(other, topic)
 	t.Logf("leader %d killed (the active controller too: %v): new leader %d seen after %v", leader, wasController, newLeader, newLeaderIn)
 
+	// While it is down the log start moves past its log end: restarted,
+	// it finds its fetch offset out of range and starts over at the
+	// leader's log start.
+	var logStart int64
+	waitFor(t, 30*time.Second, "100 acknowledgements after the kill", func() bool {
+		n, last := acks.ackedSince(killed.Add(newLeaderIn))
+		logStart = last
+		return n >= 100
+	})
+	var dr kadm.Offsets
+	dr.Add(kadm.Offset{Topic: topic, Partition: 0, At: logStart})
+	drs, err := c.adm.DeleteRecords(ctx, dr)
+	if err == nil {
+		err = drs.Error()
+	}
+	if err != nil {
+		t.Fatalf("DeleteRecords before %d: %v", logStart, err)
+	}
 	c.procs[leader-1].start(t, c.bin, c.logs[leader-1])
 	rejoinIn := waitFor(t, 45*time.Second, "the restarted node back in the ISR", func() bool {
 		_, isr := c.partitionOn(other, topic)
 		return len(isr) == 3
 	})
-	t.Logf("node %d restarted: back in the ISR after %v (it truncated a divergent tail: %v)", leader, rejoinIn,
-		strings.Contains(c.logs[leader-1].String(), "follower truncated"))
+	if !strings.Contains(c.logs[leader-1].String(), "follower out of range") {
+		t.Fatalf("node %d, restarted behind the leader's log start %d, did not start over there", leader, logStart)
+	}
+	t.Logf("node %d restarted behind the log start: started over at %d and back in the ISR after %v", leader, logStart, rejoinIn)
 	// Acknowledgements resumed: the longest pause after the kill is the
 	// failover (acknowledgements of records the old leader committed just
 	// before it died may come in between).
@@ -275,8 +314,12 @@ func TestClusterReplicationFailover(t *testing.T) {
 		}
 		seen[v] = i
 	}
-	last := -1
+	last, deleted := -1, 0
 	for _, v := range acked {
+		if acks.offsets[v] < logStart {
+			deleted++
+			continue // deleted by DeleteRecords
+		}
 		pos, ok := seen[v]
 		if !ok {
 			t.Fatalf("acknowledged record %s missing (read %d records)", v, len(got))
@@ -286,7 +329,8 @@ func TestClusterReplicationFailover(t *testing.T) {
 		}
 		last = pos
 	}
-	t.Logf("read back %d records; all %d acknowledged present once, in order", len(got), len(acked))
+	t.Logf("read back %d records; all %d acknowledged at or after the log start present once, in order (%d deleted before it)",
+		len(got), len(acked)-deleted, deleted)
 }
 
 // produceOnce sends one acks=all record to topic with a fresh client and
