@@ -47,11 +47,11 @@ func (c *testCluster) partitionOn(id int, topic string) (leader int32, isr []int
 
 // ackLog is what a producer had acknowledged, in acknowledgement order.
 type ackLog struct {
-	mu    sync.Mutex
+	mu      sync.Mutex
 	acked   []string
 	times   []time.Time
 	offsets map[string]int64
-	errs  map[string]int
+	errs    map[string]int
 }
 
 func (a *ackLog) record(r *kgo.Record, err error) {
