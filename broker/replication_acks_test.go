@@ -60,7 +60,9 @@ func TestProduceAcksAllCodes(t *testing.T) {
 		}
 		return resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	}
-	leo := func() int64 { return b.Partitions().Get(log.TopicPartition{Topic: "acks", Partition: 0}).LogEndOffset() }
+	leo := func() int64 {
+		return b.Partitions().Get(log.TopicPartition{Topic: "acks", Partition: 0}).LogEndOffset()
+	}
 
 	f.checkErr = replica.ErrNotEnoughReplicas
 	if p := produce(-1, "a"); p.ErrorCode != kerr.NotEnoughReplicas.Code || leo() != 0 || len(f.waited) != 0 {
