@@ -88,3 +88,50 @@ func TestProduceAcksAllCodes(t *testing.T) {
 		t.Fatalf("%d appends reported to replication, want 4", f.appended)
 	}
 }
+
+// blockingReplication holds every acks=all produce until release closes.
+type blockingReplication struct {
+	fakeReplication
+	waiting chan struct{}
+	release chan struct{}
+}
+
+func (f *blockingReplication) AwaitAcks(ctx context.Context, _ log.TopicPartition, _ int64, _ time.Time) error {
+	close(f.waiting)
+	select {
+	case <-f.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestProduceWaitingForAcksFreesBudget checks that an acks=all produce
+// waiting for its ISR holds none of queued.max.request.bytes, as Kafka
+// frees a produce's records once appended, so that waiting producers do
+// not hold back other connections' requests.
+func TestProduceWaitingForAcksFreesBudget(t *testing.T) {
+	b := brokertest.Start(t)
+	createTopic(t, b, "held", 1)
+	f := &blockingReplication{waiting: make(chan struct{}), release: make(chan struct{})}
+	b.Handlers().Replication = f
+	values := make([]string, 64)
+	for i := range values {
+		values[i] = string(make([]byte, 4096))
+	}
+	rc := dial(t, b)
+	req := produceReq(9, -1, "held", 0, batch(t, -1, -1, -1, values...))
+	corr := rc.send(req)
+	select {
+	case <-f.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the produce never waited for acks")
+	}
+	if n := b.RequestBudget().InUse(); n != 0 {
+		t.Fatalf("%d bytes of the request budget held by a produce waiting for acks", n)
+	}
+	close(f.release)
+	if p := rc.recv(req, corr).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce answered %d", p.ErrorCode)
+	}
+}

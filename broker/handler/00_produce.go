@@ -102,6 +102,12 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 		resp.Topics = append(resp.Topics, st)
 	}
 	if len(pending) > 0 {
+		// The records are in the log: the request's bytes are not
+		// needed while the ISR catches up (Kafka's
+		// clearPartitionRecords before the DelayedProduce).
+		if req.consumed != nil {
+			req.consumed()
+		}
 		if err := env.awaitAcks(ctx, resp, r.TimeoutMillis, pending); err != nil {
 			return nil, err
 		}
