@@ -26,6 +26,7 @@ import (
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/metrics"
 	"github.com/cascade-kafka/cascade/broker/partition"
+	"github.com/cascade-kafka/cascade/broker/replication"
 	"github.com/cascade-kafka/cascade/broker/wire"
 )
 
@@ -54,6 +55,7 @@ type Broker struct {
 	logger    *slog.Logger
 	meta      *metadata.Store
 	cluster   *clusterNode // nil on a single node
+	repl      *replication.Manager
 	logs      *logDirs
 	parts     *partition.Manager
 	srv       *wire.Server
@@ -148,10 +150,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// The subscription runs inside each metadata commit, so a topic is
 	// servable as soon as CreateTopics (or auto-creation) returns.
 	var syncErr error
+	if b.cluster != nil {
+		b.repl = newReplication(bc, b.parts, b.cluster, cfg, loggers.Logger("cascade.replication"))
+	}
 	b.unsub = b.meta.Subscribe(func(_, next *metadata.Image) {
 		if err := b.parts.Sync(specsFor(bc, next, b.cluster != nil)); err != nil {
 			syncErr = err
 			b.logger.Error("applying metadata to partitions", "err", err)
+		}
+		if b.repl != nil {
+			b.repl.Apply(next)
 		}
 		fetchSessions.PartitionsChanged()
 	})
@@ -186,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	var dispatcher wire.Dispatcher = env
 	if b.cluster != nil {
 		env.Cluster = b.cluster
+		env.Replication = b.repl
 		dispatcher = &clusterDispatcher{n: b.cluster, env: env}
 	}
 	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{
@@ -313,6 +322,7 @@ func specsFor(bc *config.Broker, img *metadata.Image, cluster bool) []partition.
 				TopicID:     t.ID,
 				LeaderEpoch: p.LeaderEpoch,
 				Config:      cfg,
+				Replicated:  cluster && len(p.Replicas) > 1,
 			})
 		}
 	}
@@ -423,6 +433,9 @@ func (b *Broker) shutdown() error {
 		<-b.serveDone
 	} else if b.ln != nil {
 		errs = append(errs, b.ln.Close())
+	}
+	if b.repl != nil {
+		b.repl.Close()
 	}
 	if b.txn != nil {
 		b.txn.Close()

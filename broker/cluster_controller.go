@@ -257,12 +257,6 @@ func dialRefused(ctx context.Context, addr string) bool {
 // two seconds in all, well inside any session timeout.
 var goneProbeWaits = []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
-// replicationUnavailable is the message CreateTopics answers a replication
-// factor above 1 with on a cluster: partitions are not replicated yet, and
-// a topic whose extra replicas never receive data would claim a
-// durability it does not have.
-const replicationUnavailable = "Replication factor %d is not available: this Cascade cluster does not replicate partitions yet, so topics must have replication factor 1"
-
 // ctlWriter is the controller store's metadata.Writer: each write runs on
 // this node's active controller (NOT_CONTROLLER elsewhere).
 type ctlWriter struct{ a *activeController }
@@ -272,46 +266,21 @@ func (w *ctlWriter) ctx() (context.Context, context.CancelFunc) {
 }
 
 func (w *ctlWriter) CreateTopics(reqs []metadata.CreateTopic, validateOnly bool) []metadata.CreateResult {
-	out := make([]metadata.CreateResult, len(reqs))
-	var plan []metadata.CreateTopic
-	var at []int
-	for i, r := range reqs {
-		out[i].Name = r.Name
-		rf := int(r.ReplicationFactor)
-		if rf == -1 && len(r.Assignments) == 0 {
-			rf = int(max(1, w.a.n.bc.DefaultReplicationFactor))
-		}
-		for _, as := range r.Assignments {
-			rf = max(rf, len(as.Replicas))
-		}
-		// A malformed assignment is the planner's to refuse, with
-		// Kafka's INVALID_REPLICA_ASSIGNMENT.
-		if rf > 1 && metadata.WellFormedAssignments(r.Assignments) {
-			out[i].Err = &metadata.Error{Kind: metadata.ErrInvalidReplicationFactor, Message: fmt.Sprintf(replicationUnavailable, rf)}
-			continue
-		}
-		plan = append(plan, r)
-		at = append(at, i)
-	}
-	if len(plan) == 0 {
-		return out
-	}
 	ctx, cancel := w.ctx()
 	defer cancel()
 	var res []metadata.CreateResult
 	err := w.a.do(ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
-		recs, r, err := c.CreateTopics(img, plan, validateOnly)
+		recs, r, err := c.CreateTopics(img, reqs, validateOnly)
 		res = r
 		return recs, err
 	})
-	for j, i := range at {
-		if err != nil {
-			out[i].Err = err
-			continue
+	if err != nil {
+		res = make([]metadata.CreateResult, len(reqs))
+		for i, r := range reqs {
+			res[i] = metadata.CreateResult{Name: r.Name, Err: err}
 		}
-		out[i] = res[j]
 	}
-	return out
+	return res
 }
 
 func (w *ctlWriter) DeleteTopics(reqs []metadata.DeleteTopic) []metadata.DeleteResult {

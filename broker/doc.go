@@ -40,14 +40,14 @@
 // REQUEST_TIMED_OUT (cluster_forward.go). A clean stop is a controlled
 // shutdown with a hand-over of the quorum leadership (cluster_shutdown.go).
 //
-// Until partitions are replicated: topics have replication factor 1 (a
-// higher one is INVALID_REPLICATION_FACTOR), a fenced broker's partitions
-// have no leader until it is unfenced, and so are its groups' and
-// transactional ids' coordinators: the internal topics are placed as any
-// topic, with factor 1, and each coordinator follows the leadership of its
-// internal-topic partition (handler/coordinator_leaders.go). Transaction
-// markers and verifications travel between brokers on their client
-// listeners (cluster_coordinators.go).
+// Replication (cluster_replication.go, broker/replication): partitions
+// with more than one replica are replicated as Kafka's ISR replication,
+// followers fetching from their leader. The internal topics are placed as
+// any topic, still with factor 1, and each coordinator follows the
+// leadership of its internal-topic partition (handler/coordinator_leaders.go),
+// so a fenced broker's groups and transactional ids have no coordinator
+// until it is unfenced. Transaction markers and verifications travel
+// between brokers on their client listeners (cluster_coordinators.go).
 //
 // Use:
 //

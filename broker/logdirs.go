@@ -38,6 +38,11 @@ func openLogDirs(bc *config.Broker, clusterID string, cfg Config) (*logDirs, err
 				}
 				return c
 			},
+			// A cluster node checkpoints its high watermarks, as
+			// Kafka's replication-offset-checkpoint: a replica that
+			// restarts and leads must not take its whole log as
+			// committed.
+			HighWatermarkCheckpoint:   !bc.Cluster.Standalone(),
 			RetentionCheckInterval:    bc.RetentionCheckInterval,
 			CleanerBackoff:            bc.CleanerBackoff,
 			CleanerDedupeBufferSize:   bc.CleanerDedupeBufferSize,

@@ -182,8 +182,7 @@ type knownDifference struct {
 	lines []string
 }
 
-var knownDifferences = map[string]knownDifference{
-}
+var knownDifferences = map[string]knownDifference{}
 
 // judge compares a step's answer with Apache Kafka's.
 func judge(t *testing.T, step, oracle, got string) {

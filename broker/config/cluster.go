@@ -281,9 +281,10 @@ func notRunnablef(format string, args ...any) error {
 // CheckRunnable refuses what Cascade's node cannot run yet although Kafka
 // would: a dynamic quorum (controller.quorum.bootstrap.servers of more
 // than one controller, or a node of a multi-node cluster without
-// controller.quorum.voters), replication factors above 1, and metadata log
-// settings other than metadata.log.max.record.bytes.between.snapshots on a
-// cluster node. Every role Kafka runs is runnable: a combined
+// controller.quorum.voters), replication factors above 1 on a single node
+// and, on a cluster, for the coordinators' internal topics, and metadata
+// log settings other than metadata.log.max.record.bytes.between.snapshots
+// on a cluster node. Every role Kafka runs is runnable: a combined
 // broker,controller node (alone or a voter of a static quorum), a
 // controller-only voter and a broker-only node that follows the voters.
 // Load and New call it; LoadCluster and NewCluster do not. The errors
@@ -302,16 +303,20 @@ func (b *Broker) CheckRunnable() error {
 	}
 	// One node holds one replica: a larger factor could never be met, so
 	// it is refused rather than leaving topics or coordinators unavailable.
+	// A cluster replicates topics, but its coordinators' internal topics
+	// still live on one node.
 	for _, key := range []string{"default.replication.factor", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor",
 		"share.coordinator.state.topic.min.isr"} {
-		if n, _ := asInt64(b.value(key)); n > 1 {
-			reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
-			if len(c.Voters) > 1 {
-				reason = "Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
-			}
-			return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
+		n, _ := asInt64(b.value(key))
+		if n <= 1 || (len(c.Voters) > 1 && key == "default.replication.factor") {
+			continue
 		}
+		reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
+		if len(c.Voters) > 1 {
+			reason = "Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"
+		}
+		return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
 	}
 	for _, key := range metadataLogKeys {
 		if key == "metadata.log.max.record.bytes.between.snapshots" && !c.Standalone() {

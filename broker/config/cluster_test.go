@@ -53,7 +53,7 @@ func TestClusterCombinedNodes(t *testing.T) {
 			t.Fatalf("metadata log dir %q", c.MetadataLog.Dir)
 		}
 		_, err = Load("testdata/kraft-combined.properties", ov)
-		want := "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"
+		want := "Invalid value 3 for configuration offsets.topic.replication.factor: Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"
 		if err == nil || err.Error() != want || !errors.Is(err, ErrNotRunnable) {
 			t.Fatalf("node %d: Load gave %v, want %s", id, err, want)
 		}
@@ -109,12 +109,12 @@ func TestClusterSplitNodes(t *testing.T) {
 			t.Fatalf("broker %d replication %+v", id, r)
 		}
 	}
-	// Split roles run; the broker's replication factor of 3 does not yet.
+	// Split roles run, and a cluster replicates topics with the broker's
+	// default replication factor of 3.
 	if b, err := Load("testdata/kraft-controller.properties", nil); err != nil || b.Cluster.Roles.String() != "controller" {
 		t.Fatalf("controller Load: %v", err)
 	}
-	if _, err := Load("testdata/kraft-broker.properties", nil); err == nil || !errors.Is(err, ErrNotRunnable) ||
-		err.Error() != "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica" {
+	if b, err := Load("testdata/kraft-broker.properties", nil); err != nil || b.Cluster.Roles.String() != "broker" {
 		t.Fatalf("broker Load: %v", err)
 	}
 	if b, err := Load("testdata/kraft-broker.properties", []string{"default.replication.factor=1", "metadata.log.max.record.bytes.between.snapshots=4096"}); err != nil ||

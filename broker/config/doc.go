@@ -52,9 +52,10 @@
 // replication and metadata log settings). LoadCluster and NewCluster
 // return it for any valid configuration. Load and New also call
 // (*Broker).CheckRunnable, which refuses, with errors matching
-// ErrNotRunnable, what Cascade's single combined node cannot run yet:
-// another role, several voters or bootstrap controllers, replication
-// factors above 1, metadata log settings.
+// ErrNotRunnable, what Cascade's combined nodes cannot run yet: another
+// role, a node that is not a voter, several bootstrap controllers,
+// replication factors above 1 on a single node or for internal topics,
+// metadata log settings.
 //
 // Defaults differ from Kafka's where a single local node needs it:
 // node.id=1, process.roles=broker,controller, listeners

@@ -53,6 +53,7 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 	failed := false
 	img := env.Meta.Image()
 	var leaders map[int32]bool // KIP-951: nodes named as current leaders
+	var pending []pendingAck   // acks=all partitions waiting for the ISR
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -72,7 +73,12 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			code, msg := kerr.UnknownTopicID.Code, ""
 			if known {
-				code, msg = produceOne(env, req, r, topic, rp.Records, rp.Partition, validAcks, &sp)
+				var required int64
+				code, msg, required = produceOne(env, req, r, topic, rp.Records, rp.Partition, validAcks, &sp)
+				if code == 0 && required >= 0 {
+					pending = append(pending, pendingAck{tp: log.TopicPartition{Topic: topic, Partition: rp.Partition},
+						required: required, topic: len(resp.Topics), part: len(st.Partitions)})
+				}
 			}
 			sp.ErrorCode = code
 			if code == kerr.NotLeaderForPartition.Code && r.Version >= 10 {
@@ -94,6 +100,17 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(pending) > 0 {
+		// The records are in the log: the request's bytes are not
+		// needed while the ISR catches up (Kafka's
+		// clearPartitionRecords before the DelayedProduce).
+		if req.consumed != nil {
+			req.consumed()
+		}
+		if err := env.awaitAcks(ctx, resp, r.TimeoutMillis, pending); err != nil {
+			return nil, err
+		}
 	}
 	for _, b := range env.brokers() {
 		if leaders[b.ID] {
@@ -118,39 +135,66 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 // produceOne appends one partition's records and fills sp; it returns the
 // error code and, where Kafka sends one, the error message.
 func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, records []byte, part int32,
-	validAcks bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	validAcks bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string, int64) {
+	tp := log.TopicPartition{Topic: topic, Partition: part}
+	replicated := env.replicated(tp)
+	code, msg, info := appendOne(env, req, r, tp, records, validAcks, replicated, sp)
+	if code != 0 || !replicated {
+		return code, msg, -1
+	}
+	env.Replication.Appended(tp)
+	if r.Acks != -1 {
+		return 0, "", -1
+	}
+	// As Kafka's DelayedProduce: acks=all waits for the high watermark
+	// to pass the batch's last offset.
+	return 0, "", info.LastOffset + 1
+}
+
+// appendOne checks and appends one partition's records to the local log.
+func appendOne(env *Env, req *Request, r *kmsg.ProduceRequest, tp log.TopicPartition, records []byte,
+	validAcks, replicated bool, sp *kmsg.ProduceResponseTopicPartition) (int16, string, log.AppendInfo) {
+	topic, part := tp.Topic, tp.Partition
+	var info log.AppendInfo
+	var err error
 	// KafkaApis checks that the partition exists and validates the
 	// records; ReplicaManager.appendRecords then checks acks, and
 	// appendToLocalLog refuses internal topics.
-	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: part})
+	p := env.Partitions.Get(tp)
 	if code := env.notLeaderCode(topic, part, p); code != 0 {
-		return code, ""
+		return code, "", info
 	}
 	if code, _ := validateProduceRecords(r.Version, records); code != 0 {
 		// KafkaApis answers these with a bare PartitionResponse: the
 		// exception's message is not sent.
-		return code, ""
+		return code, "", info
 	}
 	if !validAcks {
-		return kerr.InvalidRequiredAcks.Code, ""
+		return kerr.InvalidRequiredAcks.Code, "", info
 	}
 	if isInternalTopic(topic) && req.ClientID != clientIDAdmin {
 		// Kafka's ReplicaManager builds an InvalidTopicException with a
 		// message but sends no message (hasCustomErrorMessage false).
-		return kerr.InvalidTopicException.Code, ""
+		return kerr.InvalidTopicException.Code, "", info
 	}
-	if r.Acks == -1 {
+	switch {
+	case replicated:
 		// As Partition.appendRecordsToLeader: acks=all needs at least
-		// min.insync.replicas in the ISR, which on one node is 1.
+		// min.insync.replicas in the ISR.
+		if err := env.Replication.CheckAppend(tp, r.Acks); err != nil {
+			return ErrorCode(err), "", info
+		}
+	case r.Acks == -1:
+		// The leader alone is the ISR: one replica.
 		if minISR := env.minInsyncReplicas(topic); minISR > 1 {
-			return kerr.NotEnoughReplicas.Code, ""
+			return kerr.NotEnoughReplicas.Code, "", info
 		}
 	}
 	release, code := txnAppendGuard(env, r.TransactionID, r.TimeoutMillis, r.Version, topic, part, records)
 	if code != 0 {
-		return code, ""
+		return code, "", info
 	}
-	info, err := p.Append(records)
+	info, err = p.Append(records)
 	release()
 	if err != nil {
 		code := ErrorCode(err)
@@ -179,12 +223,12 @@ func produceOne(env *Env, req *Request, r *kmsg.ProduceRequest, topic string, re
 				sp.ErrorRecords = append(sp.ErrorRecords, er)
 			}
 		}
-		return code, msg
+		return code, msg, info
 	}
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
-	return 0, ""
+	return 0, "", info
 }
 
 // noLogStartOnError are the errors ReplicaManager.appendToLocalLog answers

@@ -174,6 +174,7 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 			}
 		}
 	}()
+	recordFollower := replicaID >= 0
 	for {
 		for _, fp := range parts {
 			if fp.p != nil && fp.code == 0 {
@@ -181,6 +182,11 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 			}
 		}
 		total, stop := readParts(parts, maxBytes, iso)
+		if replicaID >= 0 {
+			// A follower's fetch moves the ISR's state (replica_fetch.go).
+			stop = env.followerFetch(r, parts, recordFollower) || stop
+			recordFollower = false
+		}
 		// As Kafka's ReplicaManager.fetchMessages: answer at once when
 		// there is nothing to wait for, enough bytes, or any error.
 		if stop || total >= int(r.MinBytes) || r.MaxWaitMillis <= 0 || len(parts) == 0 {

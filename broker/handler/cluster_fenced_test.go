@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -18,7 +19,14 @@ type fixedCluster struct {
 
 func (c fixedCluster) LiveBrokers() []BrokerAddr { return c.live }
 func (c fixedCluster) ControllerID() int32       { return c.controller }
-func (c fixedCluster) CoordinatorID() int32      { return c.controller }
+
+func (c fixedCluster) WriteTxnMarkers(context.Context, int32, *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	return nil, errors.New("no peers in this test")
+}
+
+func (c fixedCluster) AddPartitionsToTxn(context.Context, int32, *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	return nil, errors.New("no peers in this test")
+}
 
 // fencedClusterEnv is node 1 of a three-broker cluster whose broker 2 is
 // fenced and whose topic t has partition 0 on brokers 1 and 2 (ISR [1])

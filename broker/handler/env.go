@@ -45,6 +45,9 @@ type Env struct {
 	// Cluster is the cluster this node belongs to; nil is a single node
 	// (see cluster.go).
 	Cluster Cluster
+	// Replication replicates the partitions with replicas on other
+	// brokers (replica_fetch.go); nil on a single node.
+	Replication Replication
 	// Loggers holds the broker's named loggers and their levels, which
 	// DescribeConfigs and IncrementalAlterConfigs of a BROKER_LOGGER
 	// resource read and change (KIP-412); nil refuses that resource type.

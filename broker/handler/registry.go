@@ -17,6 +17,11 @@ type Request struct {
 	// Conn identifies the connection (remote address), for logs and quotas.
 	Conn string
 	Msg  kmsg.Request
+
+	// consumed gives the request's memory reservation back while its
+	// answer waits (wire.Request.Consumed); nil when not served by the
+	// wire server.
+	consumed func()
 }
 
 // Func answers one request. Kafka errors travel as codes inside the response;

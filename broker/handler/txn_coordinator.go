@@ -460,6 +460,7 @@ func (c *TxnCoordinator) WriteMarkerVersion(topic string, part int32, producerID
 	if err != nil {
 		return err
 	}
+	c.env.appended(log.TopicPartition{Topic: topic, Partition: part})
 	if topic == consumerOffsetsTopic {
 		c.hookMu.Lock()
 		hooks := append([]offsetsMarkerFunc(nil), c.offsetsMarker...)

@@ -124,6 +124,11 @@ func (m *Manager) Sync(want []Spec) error {
 			delete(m.failed, s.TP)
 			p = New(s.TP, s.TopicID, s.LeaderEpoch, lg)
 			p.SetReplicated(s.Replicated)
+			if !s.Replicated {
+				// The leader alone is the ISR: everything it has is
+				// committed, whatever a checkpoint says.
+				p.AdvanceHighWatermark(lg.LogEndOffset())
+			}
 			m.parts[s.TP] = p
 			m.cfgs[s.TP] = s.Config
 			continue

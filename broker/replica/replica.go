@@ -167,6 +167,11 @@ func (s *State) SetBrokers(view map[int32]BrokerStatus) {
 	s.brokers = view
 }
 
+// SetMinInSyncReplicas changes min.insync.replicas (the topic's config
+// changed), as Kafka's Partition reads it from the log's config at each
+// check.
+func (s *State) SetMinInSyncReplicas(n int) { s.cfg.MinInSyncReplicas = n }
+
 // Role is the local replica's role.
 func (s *State) Role() Role { return s.role }
 

@@ -150,6 +150,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "append":
 		b, s := h.state(t, a)
 		h.effects(&out, b, s.LocalAppend(a.int(t, "leo", 0), h.now))
+	case "min-isr":
+		_, s := h.state(t, a)
+		s.SetMinInSyncReplicas(int(a.int(t, "n", 1)))
+		return "ok\n"
 	case "check-append":
 		_, s := h.state(t, a)
 		fmt.Fprintf(&out, "err=%v\n", s.CheckAppend(int16(a.int(t, "acks", -1))))

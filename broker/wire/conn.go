@@ -288,6 +288,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			p.frame, p.body, req.Body = nil, nil, nil // garbage once decoded
 		}
 	}
+	req.consumed = p.lease.Release
 	resp, err := s.Dispatcher.Dispatch(cn.ctx, req)
 	if err != nil {
 		resp.release()

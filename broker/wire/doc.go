@@ -80,6 +80,9 @@
 //     or unknown tagged fields in flexible versions), as Kafka frees a
 //     request's buffer once parsed unless its schema has BYTES fields.
 //     So a long-poll Fetch parked for MaxWaitMs holds at most its frame.
+//     A request that is done with its body but not yet answered (an
+//     acks=all Produce waiting for its ISR) calls Request.Consumed and
+//     holds nothing.
 //     A Produce also keeps, from the start, the decoder memory that
 //     validating its largest record set will hold (a zstd window, LZ4
 //     blocks, a snappy block; record.SetDecodeMemory, read from the batch

@@ -23,7 +23,24 @@ type Request struct {
 	// Remote is the peer's address, for logs and quotas.
 	Remote string
 
-	decoded func()
+	decoded  func()
+	consumed func()
+}
+
+// Consumed tells the server that the dispatcher no longer reads Body or
+// anything decoded from it, though it has not answered yet (a Produce whose
+// records are appended and that waits for acks=all): the request's whole
+// reservation goes back to the budget, as Kafka releases a request's
+// buffer once its handler returns while its delayed produce waits, so that
+// waiting produces do not hold other connections' reads back. The frame is
+// reused only after the response is written. It must be called from
+// Dispatch's goroutine; further calls do nothing.
+func (r *Request) Consumed() {
+	r.Decoded()
+	if f := r.consumed; f != nil {
+		r.consumed = nil
+		f()
+	}
 }
 
 // Decoded tells the server that Body has been decoded: the reservation

@@ -74,7 +74,7 @@ func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) t
 // processes of cmd/cascade from Kafka KRaft server.properties and checks
 // through franz-go that they form one cluster: every broker is listed, an
 // RF=1 topic is spread over all three and serves produce and fetch on each
-// partition, replication factors above 1 are refused, and after SIGKILL of
+// partition, a replication factor above the broker count is refused, and after SIGKILL of
 // the active controller a new one is elected, admin requests work again,
 // the dead broker is fenced, and the killed node, restarted from its
 // directory, rejoins and serves its partitions again.
@@ -352,9 +352,13 @@ func TestClusterThreeProcesses(t *testing.T) {
 	sp.Close()
 	sc.Close()
 
-	res, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated")
+	// Topics are replicated to every broker there is, and no further.
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated"); err != nil {
+		t.Fatalf("RF=3 CreateTopic: %v", err)
+	}
+	res, err := adm.CreateTopic(ctx, 1, 4, nil, "overreplicated")
 	if !errors.Is(err, kerr.InvalidReplicationFactor) && !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("RF=3 CreateTopic: %v / %v, want INVALID_REPLICATION_FACTOR", err, res.Err)
+		t.Fatalf("RF=4 CreateTopic on three brokers: %v / %v, want INVALID_REPLICATION_FACTOR", err, res.Err)
 	}
 
 	md, err := adm.BrokerMetadata(ctx)

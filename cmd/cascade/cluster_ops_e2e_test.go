@@ -160,18 +160,12 @@ func (c *testCluster) controller(asked int) int32 {
 
 // leadersOn returns topic's partition leaders as node id's Metadata says.
 func (c *testCluster) leadersOn(id int, topic string) map[int32]int32 {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	m, err := req.RequestWith(ctx, c.cl.Broker(id))
-	if err != nil || len(m.Topics) != 1 || m.Topics[0].ErrorCode != 0 {
+	t := c.metadataTopic(id, topic)
+	if t == nil {
 		return nil
 	}
 	out := map[int32]int32{}
-	for _, p := range m.Topics[0].Partitions {
+	for _, p := range t.Partitions {
 		out[p.Partition] = p.Leader
 	}
 	return out

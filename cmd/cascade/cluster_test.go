@@ -7,13 +7,12 @@ import (
 	"github.com/cascade-kafka/cascade/broker/config"
 )
 
-// TestRunRefusesClusterNodes checks that the server.properties of nodes of
-// a cluster that Cascade does not run yet (replicated topics) stop cascade
-// at start, saying so, before any port is bound.
+// TestRunRefusesClusterNodes checks that the server.properties of a node of
+// a cluster that Cascade does not run yet (replicated internal topics)
+// stops cascade at start, saying so, before any port is bound.
 func TestRunRefusesClusterNodes(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
-		{"kraft-combined.properties", "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"},
-		{"kraft-broker.properties", "Invalid value 3 for configuration default.replication.factor: Cascade's cluster does not replicate partitions yet, so every partition has 1 replica"},
+		{"kraft-combined.properties", "Invalid value 3 for configuration offsets.topic.replication.factor: Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"},
 	} {
 		err := run([]string{"-config", "../../broker/config/testdata/" + c.file})
 		if err == nil || err.Error() != c.want || !errors.Is(err, config.ErrNotRunnable) {
