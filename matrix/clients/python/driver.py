@@ -729,7 +729,8 @@ class KafkaPythonDriver(KafkaPythonTxn):
                                                          rec.headers, rec.timestamp))
             if args.get("commit") and out["records"]:
                 nxt = next_offsets(out["records"])
-                c.commit({self.kafka.TopicPartition(topic, p): self.kafka.OffsetAndMetadata(o, "", -1) for p, o in nxt})
+                self._commit_through_rebalance(c, {self.kafka.TopicPartition(topic, p): self.kafka.OffsetAndMetadata(o, "", -1)
+                                                   for p, o in nxt})
                 out["committed"] = [{"partition": p, "offset": o} for p, o in nxt]
             if args.get("crash"):
                 # Neither closed nor left: the orchestrator kills the process.
@@ -741,6 +742,24 @@ class KafkaPythonDriver(KafkaPythonTxn):
         finally:
             if c is not None:
                 c.close()  # Leaves the group, except for a static member.
+
+    def _commit_through_rebalance(self, c, offsets):
+        """Commits offsets as an application following the consumer's
+        documentation does: a commit refused because the group is
+        rebalancing (another member leaving at the same moment, say) is
+        retried after poll() has completed the rebalance, for up to ten
+        seconds. Records that poll returns meanwhile are not the member's:
+        it commits offsets only."""
+        E = self.errors
+        dl = Deadline(10.0)
+        while True:
+            try:
+                c.commit(offsets)
+                return
+            except (E.RebalanceInProgressError, E.CommitFailedError):
+                if dl.left() <= 0:
+                    raise
+                c.poll(timeout_ms=100)
 
     def _assignor(self, name):
         from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
