@@ -210,44 +210,38 @@ func replicaState(s quorum.ReplicaState) kmsg.DescribeQuorumResponseTopicPartiti
 	return rs
 }
 
-// controllerAPICodes maps the controller's partition-level sentinels to
-// Kafka codes, before controllerCode's table.
-var controllerAPICodes = []struct {
-	err  error
-	code int16
-}{
-	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded.Code},
-	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Code},
-	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Code},
-	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch.Code},
-	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion.Code},
-	{controller.ErrIneligibleReplica, kerr.IneligibleReplica.Code},
-	{controller.ErrNewLeaderElected, kerr.NewLeaderElected.Code},
-	{controller.ErrUnknownTopicID, kerr.UnknownTopicID.Code},
-}
-
 // apiCode returns the Kafka code and message of a controller result: the
 // error's own message, else Kafka's default for the code, as ApiError.
 func apiCode(err error) (int16, *string) {
 	if err == nil {
 		return 0, nil
 	}
-	code := int16(-2)
-	for _, e := range controllerAPICodes {
-		if errors.Is(err, e.err) {
-			code = e.code
-			break
-		}
-	}
-	if code == -2 {
-		code, _ = controllerCode(err)
-	}
+	code := codeOf(err)
 	var me *metadata.Error
 	if errors.As(err, &me) && me.Message != "" {
 		msg := me.Message
 		return code, &msg
 	}
 	return code, kafkaMessage(code)
+}
+
+// electLeadersFailed answers every partition of r with code: in the
+// top-level error from v1 on, per partition in v0, which has none.
+func electLeadersFailed(r *kmsg.ElectLeadersRequest, resp *kmsg.ElectLeadersResponse, code int16, msg *string) {
+	if r.Version >= 1 {
+		resp.ErrorCode = code
+		return
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p, code, msg
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
 }
 
 // requestContext bounds a controller operation by the request's timeout,
@@ -293,20 +287,7 @@ func (n *clusterNode) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequ
 		if errors.Is(err, context.DeadlineExceeded) {
 			code, msg = kerr.RequestTimedOut.Code, kafkaMessage(kerr.RequestTimedOut.Code)
 		}
-		if r.Version >= 1 {
-			resp.ErrorCode = code
-			return resp
-		}
-		for _, t := range r.Topics {
-			rt := kmsg.NewElectLeadersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewElectLeadersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p, code, msg
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+		electLeadersFailed(r, resp, code, msg)
 		return resp
 	}
 	if topics == nil {

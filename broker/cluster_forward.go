@@ -105,20 +105,7 @@ func timedOutAnswer(wr *wire.Request) (wire.Response, bool) {
 		resp = out
 	case *kmsg.ElectLeadersRequest:
 		out := r.ResponseKind().(*kmsg.ElectLeadersResponse)
-		if r.Version >= 1 {
-			out.ErrorCode = code
-		} else {
-			for _, t := range r.Topics {
-				rt := kmsg.NewElectLeadersResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewElectLeadersResponseTopicPartition()
-					rp.Partition, rp.ErrorCode, rp.ErrorMessage = p, code, msg
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				out.Topics = append(out.Topics, rt)
-			}
-		}
+		electLeadersFailed(r, out, code, msg)
 		resp = out
 	case *kmsg.DescribeQuorumRequest:
 		out := r.ResponseKind().(*kmsg.DescribeQuorumResponse)

@@ -49,6 +49,26 @@ var controllerErrorCodes = []struct {
 	{controller.ErrBrokerIDNotRegistered, kerr.BrokerIDNotRegistered.Code},
 	{controller.ErrNotController, kerr.NotController.Code},
 	{controller.ErrUnknownServerError, kerr.UnknownServerError.Code},
+	// Partition-level results of ElectLeaders and AlterPartition.
+	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded.Code},
+	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Code},
+	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Code},
+	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch.Code},
+	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion.Code},
+	{controller.ErrIneligibleReplica, kerr.IneligibleReplica.Code},
+	{controller.ErrNewLeaderElected, kerr.NewLeaderElected.Code},
+	{controller.ErrUnknownTopicID, kerr.UnknownTopicID.Code},
+}
+
+// codeOf returns the Kafka code of a controller operation's error: its
+// sentinel's, else the handlers' mapping of metadata errors.
+func codeOf(err error) int16 {
+	for _, e := range controllerErrorCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return handler.ErrorCode(err)
 }
 
 // controllerCode returns the Kafka code and message of a controller
@@ -58,12 +78,7 @@ func controllerCode(err error) (int16, *string) {
 		return 0, nil
 	}
 	msg := err.Error()
-	for _, e := range controllerErrorCodes {
-		if errors.Is(err, e.err) {
-			return e.code, &msg
-		}
-	}
-	return handler.ErrorCode(err), &msg
+	return codeOf(err), &msg
 }
 
 // serveController accepts connections on the controller listener.

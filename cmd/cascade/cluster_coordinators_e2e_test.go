@@ -74,14 +74,7 @@ func TestClusterCoordinators(t *testing.T) {
 	const parts = 6
 	tc := startTestCluster(t, "offsets.topic.num.partitions=6", "transaction.state.log.num.partitions=6",
 		"group.initial.rebalance.delay.ms=0")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(20*time.Second),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := tc.cl, tc.adm
 	// The whole test is bounded: it takes 10 to 20 s on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

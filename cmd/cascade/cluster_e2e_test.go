@@ -85,16 +85,8 @@ func TestClusterThreeProcesses(t *testing.T) {
 	tc := startTestCluster(t)
 	bin, procs, logs, seeds, ctlPorts := tc.bin, tc.procs, tc.logs, tc.seeds, tc.ctlPorts
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(20*time.Second),
-		// The test polls Metadata for changes: franz-go caches it for
-		// MetadataMinAge otherwise.
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	// tc's client polls Metadata for changes with a 50 ms MetadataMinAge.
+	cl, adm := tc.cl, tc.adm
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
