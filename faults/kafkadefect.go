@@ -26,7 +26,10 @@ import (
 // the partitions were not deleted, only leaderless: the transaction's
 // records there stay open until the producer's next marker, and when that
 // is a commit they read as committed (aborted_read, or mixed_outcome when
-// another partition got the abort). The line names the partitions and the
+// another partition got the abort). A commit the restarted coordinator
+// completes the same way leaves an acknowledged commit's records open, and
+// when the next marker is an abort they are lost (lost_write, or
+// mixed_outcome). The line names the partitions and the
 // transactional.id, not the producer id, epoch or transaction, so the
 // suite matches it to a transaction by transactional.id, partitions and
 // time (ExplainSkippedMarkers).
@@ -224,11 +227,19 @@ func ExplainSkippedMarkers(h []lin.Op, rep *lin.Report, lines []SkippedMarkers, 
 // explainOne matches one anomaly against the skipped-marker lines.
 func explainOne(a lin.Anomaly, txns map[string]*txnFacts, until map[string]int64, lines []SkippedMarkers,
 	used map[int]string, clock ClockAnchor, slack int64) (KnownDefect, bool) {
-	if a.Kind != lin.KindAbortedRead && a.Kind != lin.KindMixedOutcome {
+	t := txns[a.Txn]
+	if t == nil {
 		return KnownDefect{}, false
 	}
-	t := txns[a.Txn]
-	if t == nil || t.committed {
+	switch {
+	case a.Kind == lin.KindAbortedRead && !t.committed:
+		// An abort without markers: its records read as committed.
+	case a.Kind == lin.KindMixedOutcome:
+		// Markers skipped on some partitions of an abort or a commit.
+	case a.Kind == lin.KindLostWrite && t.committed:
+		// A commit without markers: the records stay open until the
+		// producer's next marker, and an abort then takes them.
+	default:
 		return KnownDefect{}, false
 	}
 	id, ok := transactionalIDOf(t.client)
@@ -272,10 +283,11 @@ func FindingsMarkdown(target string, known []KnownDefect) string {
 		b.WriteString("No known defect reproduced.\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "APACHE KAFKA DEFECT REPRODUCED %d time(s): the transaction coordinator completed an abort without writing "+
-		"markers to partitions that had no leader yet after a restart (TransactionMarkerChannelManager: %q), so records of an "+
-		"aborted transaction read as committed. These anomalies are Kafka's, matched to its log below; they are not a pass of "+
-		"the checks they broke.\n\n", len(known), skippedMarkers)
+	fmt.Fprintf(&b, "APACHE KAFKA DEFECT REPRODUCED %d time(s): the transaction coordinator completed a transaction without writing "+
+		"markers to partitions that had no leader yet after a restart (TransactionMarkerChannelManager: %q), so its records "+
+		"there took the producer's next marker: an aborted transaction's read as committed, or an acknowledged commit's were "+
+		"aborted. These anomalies are Kafka's, matched to its log below; they are not a pass of the checks they broke.\n\n",
+		len(known), skippedMarkers)
 	for _, d := range known {
 		fmt.Fprintf(&b, "- `%s`\n  - transaction %s (transactional.id %s), partition %s, window %.3f s to ",
 			d.Anomaly, d.Txn, d.TransactionalID, d.Partition, float64(d.From)/1e9)

@@ -416,7 +416,7 @@ func checkSkips(h []Op, ix *histIndex, tp TP, ops []int, l *layout, views map[st
 				}
 				if !returned && ix.mustBeVisible(p) && !lostAt[d.offset] {
 					lostAt[d.offset] = true
-					rp.add(Anomaly{Kind: KindLostWrite, Key: key, Ops: []int{d.op, i},
+					rp.add(Anomaly{Kind: KindLostWrite, Key: key, Txn: p.Txn, Ops: []int{d.op, i},
 						Detail: fmt.Sprintf("read_committed fetch passed over offsets %d..%d without %q of committed transaction %s at %d", lo, hi-1, d.value, p.Txn, d.offset)})
 				}
 				continue
