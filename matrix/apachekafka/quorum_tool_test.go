@@ -2,6 +2,7 @@ package apachekafka
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +18,14 @@ import (
 // kafka-metadata-quorum describe --status and --replication through a
 // broker, DescribeQuorum forwarded by a broker, ElectLeaders codes for a
 // replication-factor-1 topic, and the answer to CreateTopics through a
-// broker that reaches no controller (two of three nodes paused).
+// broker that reaches no controller (two of three nodes paused). It takes
+// about two minutes of three JVMs (Kafka answers that CreateTopics after
+// 60 s), so it runs only with CASCADE_KAFKA_REFERENCE=1: what it records
+// is Kafka's behaviour, which changes only with Kafka's version.
 func TestClusterControllerAPIsReference(t *testing.T) {
+	if os.Getenv("CASCADE_KAFKA_REFERENCE") == "" {
+		t.Skip("a reference recording of Apache Kafka; run with CASCADE_KAFKA_REFERENCE=1")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := startClusterOrSkip(t, ctx, ClusterOptions{})
