@@ -165,11 +165,21 @@ func (a *activeController) do(ctx context.Context, plan func(c *controller.Contr
 	if err != nil || len(recs) == 0 {
 		return err
 	}
+	// Every operation holds the controller while its batch commits, so
+	// none may wait without bound: one stuck proposal would hold every
+	// heartbeat behind it.
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(a.n.bc.Cluster.SessionTimeout, time.Second))
+		defer cancel()
+	}
 	if _, err := a.n.raft.Propose(ctx, metadata.EncodeBatch(recs)); err != nil {
-		// The controller's sessions may now be ahead of the log; a
-		// new term starts a new Controller anyway.
+		// The controller's sessions may now be ahead of the log, and a
+		// batch that timed out may still commit, after which the next
+		// batch's offset is no longer the image's plus one: the next
+		// pass of run activates a new Controller behind a barrier.
+		a.c = nil
 		if errors.Is(err, quorum.ErrNotLeader) || errors.Is(err, quorum.ErrLeadershipLost) {
-			a.c = nil
 			return notController("Leadership moved while proposing: %v", err)
 		}
 		return &metadata.Error{Kind: metadata.ErrStorage, Message: "proposing to the metadata quorum: " + err.Error()}

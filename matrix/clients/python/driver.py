@@ -747,11 +747,12 @@ class KafkaPythonDriver(KafkaPythonTxn):
         """Commits offsets as an application following the consumer's
         documentation does: a commit refused because the group is
         rebalancing (another member leaving at the same moment, say) is
-        retried after poll() has completed the rebalance, for up to ten
-        seconds. Records that poll returns meanwhile are not the member's:
+        retried after poll() has completed the rebalance, for up to thirty
+        seconds (a rebalance waits for a departed member's session to
+        lapse). Records that poll returns meanwhile are not the member's:
         it commits offsets only."""
         E = self.errors
-        dl = Deadline(10.0)
+        dl = Deadline(30.0)
         while True:
             try:
                 c.commit(offsets)
