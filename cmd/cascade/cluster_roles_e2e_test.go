@@ -264,42 +264,11 @@ func TestClusterSplitRoles(t *testing.T) {
 	}
 	produce := func(value string, parts []int32) {
 		t.Helper()
-		for _, p := range parts {
-			c, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := cl.ProduceSync(c, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}).FirstErr()
-			cancel()
-			if err != nil {
-				t.Fatalf("produce to %s-%d: %v", topic, p, err)
-			}
-		}
+		produceEach(t, ctx, cl, topic, value, parts)
 	}
 	consume := func(parts []int32, want int) map[string]int {
 		t.Helper()
-		offs := map[int32]kgo.Offset{}
-		for _, p := range parts {
-			offs[p] = kgo.NewOffset().AtStart()
-		}
-		cc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		got := map[string]int{}
-		n := 0
-		deadline := time.Now().Add(20 * time.Second)
-		for n < want && time.Now().Before(deadline) {
-			c, cancel := context.WithTimeout(ctx, 2*time.Second)
-			fs := cc.PollFetches(c)
-			cancel()
-			fs.EachRecord(func(r *kgo.Record) {
-				got[fmt.Sprintf("%d:%s", r.Partition, r.Value)]++
-				n++
-			})
-		}
-		if n < want {
-			t.Fatalf("read %d of %d records back: %v", n, want, got)
-		}
-		return got
+		return consumeFromStart(t, ctx, seeds, topic, parts, want, 20*time.Second)
 	}
 	all := []int32{0, 1, 2, 3}
 	produce("first", all)
