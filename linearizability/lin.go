@@ -238,8 +238,16 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 				ret = end
 				in.maybe = true
 				// A value some fetch returned certainly happened, at the
-				// offset it was read at.
-				if off, ok := readOffset[o.Value]; ok {
+				// offset it was read at. One nobody read changed nothing
+				// an operation observed but the offsets it may have taken,
+				// and the layout fills every offset below what the log is
+				// known to have reached: searching for it adds only one
+				// branch per such produce.
+				off, ok := readOffset[o.Value]
+				if !ok && l != nil && l.complete {
+					continue
+				}
+				if ok {
 					in.offset = off
 				}
 			}

@@ -65,9 +65,12 @@ type layout struct {
 	data []dataRec
 	// gaps lists the offsets passed over without data, sorted.
 	gaps []gap
-	// holes lists offsets below extent that nothing shows, sorted; only
-	// for partitions with transactions (see fills).
+	// holes lists offsets below extent that nothing shows, sorted
+	// (markers, or records of produces nobody read); porcupine fills them.
 	holes []int64
+	// complete is set when every offset below extent is data, a gap or a
+	// hole: the enumeration stayed inside its budget.
+	complete bool
 	// hasTxn is set when a transactional produce addressed the partition.
 	hasTxn bool
 	// proofs lists, per operation, how far it proves the log reached
@@ -206,29 +209,30 @@ func buildLayout(h []Op, ix *histIndex, ops []int) *layout {
 		}
 		l.callBelow[i] = last
 	}
-	if l.hasTxn {
-		// Offsets below what the log is known to have reached that no
-		// fetch passed over and no operation names: markers, or records
-		// of produces nobody read. Porcupine fills them (fills).
-		extent := int64(0)
-		if n := len(l.proofs); n > 0 {
-			extent = l.proofs[n-1].extent
-		}
-		d, g := 0, 0
-		for off := int64(0); off < extent && budget > 0; off++ {
-			for d < len(l.data) && l.data[d].offset < off {
-				d++
-			}
-			for g < len(l.gaps) && l.gaps[g].offset < off {
-				g++
-			}
-			if (d < len(l.data) && l.data[d].offset == off) || (g < len(l.gaps) && l.gaps[g].offset == off) {
-				continue
-			}
-			l.holes = append(l.holes, off)
-			budget--
-		}
+	// Offsets below what the log is known to have reached that no fetch
+	// passed over and no operation names: markers, or records of produces
+	// nobody read. Porcupine fills each at its offset, so a produce of
+	// unknown outcome that nobody read need not be searched for.
+	extent := int64(0)
+	if n := len(l.proofs); n > 0 {
+		extent = l.proofs[n-1].extent
 	}
+	d, g := 0, 0
+	off := int64(0)
+	for ; off < extent && budget > 0; off++ {
+		for d < len(l.data) && l.data[d].offset < off {
+			d++
+		}
+		for g < len(l.gaps) && l.gaps[g].offset < off {
+			g++
+		}
+		if (d < len(l.data) && l.data[d].offset == off) || (g < len(l.gaps) && l.gaps[g].offset == off) {
+			continue
+		}
+		l.holes = append(l.holes, off)
+		budget--
+	}
+	l.complete = off >= extent && budget > 0
 	return l
 }
 
