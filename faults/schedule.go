@@ -132,6 +132,17 @@ type Schedule struct {
 	// MaxConcurrent bounds how many faults are applied together; zero
 	// means one at a time.
 	MaxConcurrent int
+	// Cover applies every fault alone once, in an order drawn from the
+	// seed, before any drawn set: a run that lasts that long has passed
+	// every fault.
+	Cover bool
+	// Rounds, when positive, ends the run after that many sets (quiet
+	// spells included) even if ctx is not done.
+	Rounds int
+	// Settle, when positive, is the least time between the end of one
+	// set's application and the next set: a fault whose Apply takes long
+	// (a bounce) still leaves the workload time to recover.
+	Settle time.Duration
 	// Log receives one line per change.
 	Log io.Writer
 	// Clock, when set, stamps each line of Log, so that faults can be
@@ -218,14 +229,28 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 		cur = nil
 		return errors.Join(errs...)
 	}
+	var cover []Fault
+	if s.Cover {
+		cover = append(cover, s.Faults...)
+		rng.Shuffle(len(cover), func(i, j int) { cover[i], cover[j] = cover[j], cover[i] })
+	}
 	t := time.NewTicker(s.Period)
 	defer t.Stop()
-	for {
+	for round := 0; ; round++ {
 		if err := heal(); err != nil {
 			return applied, err
 		}
+		if s.Rounds > 0 && round >= s.Rounds {
+			return applied, nil
+		}
+		var set []Fault
+		if len(cover) > 0 {
+			set, cover = cover[:1], cover[1:]
+		} else {
+			set = s.pick(rng, max)
+		}
 		var names []string
-		for _, f := range s.pick(rng, max) {
+		for _, f := range set {
 			s.event(false, f.Name)
 			if err := f.Apply(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -249,10 +274,13 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 		}
 		applied = append(applied, name)
 		s.logf("fault: %s", name)
-		select {
-		case <-ctx.Done():
-			return applied, heal()
-		case <-t.C:
+		settled := time.After(s.Settle)
+		for _, wait := range []<-chan time.Time{t.C, settled} {
+			select {
+			case <-ctx.Done():
+				return applied, heal()
+			case <-wait:
+			}
 		}
 	}
 }

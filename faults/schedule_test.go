@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,31 @@ func TestScheduleEventsAndHealedOnApply(t *testing.T) {
 	}
 	if len(active) != 0 || crashes == 0 {
 		t.Fatalf("left active %v after the run; %d crashes", active, crashes)
+	}
+}
+
+func TestScheduleCoversEveryFaultFirst(t *testing.T) {
+	var applied []string
+	mk := func(name string) Fault {
+		return Fault{Name: name,
+			Apply: func(context.Context) error { applied = append(applied, name); return nil },
+			Heal:  func(context.Context) error { return nil }}
+	}
+	faults := []Fault{mk("a"), mk("b"), mk("c"), mk("d"), mk("e")}
+	s := &Schedule{Faults: faults, Seed: 3, Period: time.Millisecond, Cover: true, Rounds: 8, MaxConcurrent: 2}
+	names, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 8 {
+		t.Fatalf("ran %d sets, want the 8 rounds asked: %v", len(names), names)
+	}
+	first := append([]string(nil), names[:len(faults)]...)
+	slices.Sort(first)
+	if !slices.Equal(first, []string{"a", "b", "c", "d", "e"}) {
+		t.Errorf("the first %d sets %v are not every fault alone once", len(faults), names[:len(faults)])
+	}
+	if len(applied) < len(faults) {
+		t.Errorf("applied only %v", applied)
 	}
 }

@@ -53,14 +53,32 @@ func faultTime() time.Duration {
 
 // run is one suite run against target, with artifacts in dir.
 type run struct {
-	t       *testing.T
-	seed    uint64
-	dir     string
-	target  Target
-	logPath string
-	dataDir string
-	faults  []Fault
-	java    driver.Opener
+	t    *testing.T
+	seed uint64
+	dir  string
+	// addrs are the brokers' addresses; the clients reach each through
+	// a proxy of one group.
+	addrs []string
+	// logPaths and dataDirs are every node's log file and log dir.
+	logPaths []string
+	dataDirs []string
+	// faults are the target's own; proxyFaults adds the proxy's faults
+	// on the first broker's proxy.
+	faults      []Fault
+	proxyFaults bool
+	// rf is the watched topic's replication factor (zero: 1).
+	rf int16
+	// schedule, when set, adjusts the schedule before it runs.
+	schedule func(*Schedule)
+	// observe, when set, starts watching the target with the history's
+	// clock while the workload runs; the function it returns stops it.
+	observe func(ctx context.Context, clock func() int64) (stop func())
+	// After run: the history, the schedule's events and the check's
+	// verdict.
+	h      []lin.Op
+	events []FaultEvent
+	passed bool
+	java   driver.Opener
 	// name is the target's name in the liveness report.
 	name string
 	// kafkaDefects is set for Apache Kafka only: its anomalies that its
@@ -122,7 +140,8 @@ func TestSingleNodeCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proc.Kill() // after a t.Fatal; a no-op after Stop
-	r := &run{t: t, seed: s, dir: dir, target: proc, logPath: proc.LogPath, dataDir: proc.DataDir, name: "Cascade",
+	r := &run{t: t, seed: s, dir: dir, addrs: []string{proc.Addr()}, logPaths: []string{proc.LogPath},
+		dataDirs: []string{proc.DataDir}, name: "Cascade", proxyFaults: true,
 		faults: []Fault{CrashFault(proc), PauseFault(proc, s)}, java: jv}
 	keep := r.run(ctx)
 	if err := proc.Stop(); err != nil {
@@ -168,7 +187,8 @@ func TestSingleNodeKafka(t *testing.T) {
 	defer b.Stop() // after a t.Fatal; Stop returns its first result again
 	k := Kafka{Broker: b}
 	s := seed()
-	r := &run{t: t, seed: s, dir: dir, target: k, logPath: b.LogPath(), dataDir: b.DataDir(),
+	r := &run{t: t, seed: s, dir: dir, addrs: []string{k.Addr()}, logPaths: []string{b.LogPath()},
+		dataDirs: []string{b.DataDir()}, proxyFaults: true,
 		faults: []Fault{CrashFault(k), PauseFault(k, s)}, java: jv, name: "Apache Kafka " + dist.Version(),
 		kafkaDefects: true}
 	keep := r.run(ctx)
@@ -224,11 +244,11 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	t := r.t
 	t.Logf("seed %d (replay: -faults.seed=%d); faults for %v; artifacts in %s", r.seed, r.seed, faultTime(), r.dir)
 	const topic, partitions = "faults", 3
-	adm, err := kgo.NewClient(kgo.SeedBrokers(r.target.Addr()))
+	adm, err := kgo.NewClient(kgo.SeedBrokers(r.addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := kadm.NewClient(adm).CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := kadm.NewClient(adm).CreateTopic(ctx, partitions, max(r.rf, 1), nil, topic)
 	adm.Close()
 	if err == nil {
 		err = resp.Err
@@ -239,9 +259,21 @@ func (r *run) run(ctx context.Context) (keep bool) {
 
 	g := proxy.NewGroup(proxy.Options{Seed: r.seed})
 	defer g.Close()
-	p, err := g.Add("broker", "127.0.0.1:0", r.target.Addr())
-	if err != nil {
-		t.Fatal(err)
+	var bootstrap []string
+	var p *proxy.Proxy
+	for i, addr := range r.addrs {
+		name := "broker"
+		if len(r.addrs) > 1 {
+			name = fmt.Sprintf("broker-%d", i+1)
+		}
+		bp, err := g.Add(name, "127.0.0.1:0", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			p = bp
+		}
+		bootstrap = append(bootstrap, bp.Addr())
 	}
 	histPath := filepath.Join(r.dir, "history.jsonl")
 	hist, closeHist, err := createLog(histPath)
@@ -258,7 +290,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	}
 	rec := lin.NewRecorder(hist)
 	clock := ClockAnchor{Wall: time.Now(), Ns: rec.Now()}
-	w := &Workload{Bootstrap: p.Addr(), Topic: topic, Partitions: partitions,
+	w := &Workload{Bootstrap: strings.Join(bootstrap, ","), Topic: topic, Partitions: partitions,
 		Producers: 2, Consumers: 2, ConfluentProducers: 2,
 		Group: "faults-group", Rec: rec, Seed: r.seed, ClientLog: clients,
 		GroupConsumers: 2, MemberGroup: "faults-members"}
@@ -269,8 +301,15 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		w.TxnProducers = 2
 	}
 
-	sched := &Schedule{Faults: append(ProxyFaults(p), r.faults...), Seed: r.seed, Period: *flagPeriod, MaxConcurrent: 2,
+	faults := r.faults
+	if r.proxyFaults {
+		faults = append(ProxyFaults(p), faults...)
+	}
+	sched := &Schedule{Faults: faults, Seed: r.seed, Period: *flagPeriod, MaxConcurrent: 2,
 		Log: faultLog, Clock: rec.Now}
+	if r.schedule != nil {
+		r.schedule(sched)
+	}
 	schedCtx, stopSched := context.WithTimeout(ctx, faultTime())
 	defer stopSched()
 	workCtx, stopWork := context.WithCancel(ctx)
@@ -279,12 +318,17 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	var werr error
 	wg.Add(1)
 	go func() { defer wg.Done(); werr = w.Run(workCtx) }()
+	stopObserving := func() {}
+	if r.observe != nil {
+		stopObserving = r.observe(workCtx, rec.Now)
+	}
 	applied, serr := sched.Run(schedCtx)
 	// The schedule has healed everything: the workload runs on until
 	// every client has succeeded again (or the bound has passed, which
 	// Liveness then reports as a stuck client).
 	finalHeal := rec.Now()
 	waitRecovered(workCtx, rec, finalHeal, livenessBound)
+	stopObserving()
 	stopWork()
 	wg.Wait()
 	if err := errors.Join(werr, serr, g.Reset()); err != nil {
@@ -314,7 +358,8 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	}
 	t.Logf("operations by client kind:\n%s", summarize(h))
 	t.Logf("check: %s", strings.TrimSpace(rep.Summary()))
-	lv := Liveness(h, sched.Events(), finalHeal, livenessBound)
+	r.h, r.events = h, sched.Events()
+	lv := Liveness(h, r.events, finalHeal, livenessBound)
 	md := lv.Markdown(r.name)
 	if err := os.WriteFile(filepath.Join(r.dir, "liveness.md"), []byte(md), 0o644); err != nil {
 		t.Errorf("writing liveness.md: %v", err)
@@ -347,10 +392,11 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	if !valid {
 		r.explainSkippedMarkers()
 	}
-	if !valid || derr != nil || t.Failed() {
+	r.passed = valid && derr == nil && !t.Failed()
+	if !r.passed {
 		r.keepArtifacts(h, rep)
 		t.Errorf("seed %d failed; artifacts in %s (history.jsonl, faults.log, clients.log, %s, datadir.txt, porcupine.html)",
-			r.seed, r.dir, filepath.Base(r.logPath))
+			r.seed, r.dir, logNames(r.logPaths))
 		return true
 	}
 	return keep
@@ -365,15 +411,19 @@ func (r *run) judge(h []lin.Op, rep *lin.Report, clock ClockAnchor) (valid bool,
 	t := r.t
 	rest := rep.Anomalies
 	if r.kafkaDefects && len(rest) > 0 {
-		b, err := os.ReadFile(r.logPath)
-		if err != nil {
-			t.Errorf("reading the broker log to match anomalies: %v", err)
-			return false, nil
-		}
-		lines, err := ParseSkippedMarkers(b, time.Local)
-		if err != nil {
-			t.Errorf("matching anomalies with the broker log: %v", err)
-			return false, nil
+		var lines []SkippedMarkers
+		for _, path := range r.logPaths {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Errorf("reading the broker log to match anomalies: %v", err)
+				return false, nil
+			}
+			ls, err := ParseSkippedMarkers(b, time.Local)
+			if err != nil {
+				t.Errorf("matching anomalies with the broker log %s: %v", path, err)
+				return false, nil
+			}
+			lines = append(lines, ls...)
 		}
 		known, rest = ExplainSkippedMarkers(h, rep, lines, clock)
 	}
@@ -486,15 +536,17 @@ func acked(h []lin.Op, prefix string) int {
 // next to a failing check, so an aborted_read or mixed_outcome of the
 // oracle is traced to the coordinator rather than to the checker.
 func (r *run) explainSkippedMarkers() {
-	b, err := os.ReadFile(r.logPath)
-	if err != nil {
-		r.t.Logf("reading the broker log: %v", err)
-		return
-	}
 	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, skippedMarkers) {
-			lines = append(lines, l)
+	for _, path := range r.logPaths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			r.t.Logf("reading the broker log: %v", err)
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, skippedMarkers) {
+				lines = append(lines, l)
+			}
 		}
 	}
 	if len(lines) > 0 {
@@ -520,10 +572,22 @@ func (r *run) keepArtifacts(h []lin.Op, rep *lin.Report) {
 	}
 	f, err := os.Create(filepath.Join(r.dir, "datadir.txt"))
 	if err == nil {
-		fmt.Fprintf(f, "%s\n", r.dataDir)
-		err = errors.Join(WriteListing(f, r.dataDir), f.Close())
+		for _, dir := range r.dataDirs {
+			fmt.Fprintf(f, "%s\n", dir)
+			err = errors.Join(err, WriteListing(f, dir))
+		}
+		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
 		t.Logf("data dir listing: %v", err)
 	}
+}
+
+// logNames names the nodes' log files for a failure message: the base
+// name of one, the paths of several.
+func logNames(paths []string) string {
+	if len(paths) == 1 {
+		return filepath.Base(paths[0])
+	}
+	return strings.Join(paths, ", ")
 }

@@ -22,7 +22,7 @@ const (
 	// partition; the leaving member reads exactly two partitions' worth.
 	mixedPerPartition = 2
 	// mixedWindowMs is how long the staying members stay in the group.
-	mixedWindowMs = 6000
+	mixedWindowMs = 8000
 	// mixedSessionMs is every member's session timeout; its heartbeat
 	// interval (a quarter) bounds how late a member notices a rebalance.
 	mixedSessionMs = 3000

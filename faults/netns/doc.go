@@ -20,7 +20,7 @@
 //
 //	nw, err := netns.New(3)
 //	defer nw.Close()
-//	cmd := nw.Command(ctx, 1, bin, "--override", "listeners=PLAINTEXT://"+nw.Node(1).IP+":9092")
+//	cmd := nw.Command(1, bin, "--override", "listeners=PLAINTEXT://"+nw.Node(1).IP+":9092")
 //	nw.Isolate(1) // node 1 from nodes 2 and 3; clients still reach it
 //	nw.Heal()
 package netns

@@ -2,7 +2,6 @@ package netns
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -162,11 +161,15 @@ func (nw *Network) Node(i int) *Node { return nw.nodes[i-1] }
 // source of the test's own connections.
 func (nw *Network) HostIP() string { return nw.hostIP }
 
-// Command returns cmd run inside node i's namespace. ip netns exec enters
-// the namespace and then executes name, so the command's process is name
-// itself: a signal sent to it reaches the program.
-func (nw *Network) Command(ctx context.Context, i int, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", nw.Node(i).NS, name}, args...)...)
+// Host returns node i's address, so that a Network places the nodes of a
+// matrix cluster (matrix/cluster.Placement).
+func (nw *Network) Host(i int) string { return nw.Node(i).IP }
+
+// Command returns name with args run inside node i's namespace. ip netns
+// exec enters the namespace and then executes name, so the command's
+// process is name itself: a signal sent to it reaches the program.
+func (nw *Network) Command(i int, name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", nw.Node(i).NS, name}, args...)...)
 }
 
 // host stands for the caller's namespace in Cut.

@@ -2,7 +2,6 @@ package netns
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -91,11 +90,9 @@ func TestPartitions(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	// An echo server on node 2.
 	server := nw.Node(2).IP + ":7070"
-	srv := nw.Command(ctx, 2, os.Args[0])
+	srv := nw.Command(2, os.Args[0])
 	srv.Env = append(os.Environ(), helperEnv+"=listen="+server)
 	out, err := srv.StdoutPipe()
 	if err != nil {
@@ -109,7 +106,7 @@ func TestPartitions(t *testing.T) {
 		t.Fatalf("echo server: %q %v", line, err)
 	}
 	dialFrom := func(node int) error {
-		c := nw.Command(ctx, node, os.Args[0])
+		c := nw.Command(node, os.Args[0])
 		c.Env = append(os.Environ(), helperEnv+"=dial="+server)
 		b, err := c.CombinedOutput()
 		if err != nil {

@@ -63,6 +63,10 @@ type Broker struct {
 	// controller listener answers.
 	ready func(context.Context) error
 
+	// place, when set, starts the process on node placeID of a placement.
+	place   cluster.Placement
+	placeID int
+
 	cmd      *exec.Cmd
 	logFile  *os.File
 	exited   chan struct{}
@@ -179,7 +183,7 @@ func (b *Broker) launch(ctx context.Context) error {
 	}
 	// The broker must outlive ctx (which bounds only start-up), so it is
 	// not started with exec.CommandContext.
-	cmd := exec.Command(b.dist.java, append(append([]string{}, b.jvm...),
+	cmd := cluster.Command(b.place, b.placeID, b.dist.java, append(append([]string{}, b.jvm...),
 		"-Dlog4j2.configurationFile="+filepath.Join(b.dist.dir, "log4j2.properties"),
 		"-cp", b.dist.Classpath(), "kafka.Kafka", b.propsPath)...)
 	cmd.Dir = b.dir

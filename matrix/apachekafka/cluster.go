@@ -58,6 +58,9 @@ type ClusterOptions struct {
 	// JVMOptions, when non-nil, replace the fast start-up flags as
 	// BrokerOptions.JVMOptions does.
 	JVMOptions []string
+	// Placement, when set, runs every node on its own host (a network
+	// namespace of the fault suites) instead of loopback ports.
+	Placement cluster.Placement
 }
 
 // Node is one Apache Kafka process of a Cluster.
@@ -194,6 +197,15 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 		if s.controller {
 			n.ControllerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))
 		}
+		if opts.Placement != nil {
+			addr, ctrl := cluster.PlacedAddrs(opts.Placement, s.id)
+			if s.broker {
+				n.Addr = addr
+			}
+			if s.controller {
+				n.ControllerAddr = ctrl
+			}
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	voters := c.voters()
@@ -217,6 +229,7 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 		if err := c.prepareNode(ctx, n, props, heap, opts.JVMOptions, timeout); err != nil {
 			return nil, err
 		}
+		n.proc.place, n.proc.placeID = opts.Placement, n.ID
 	}
 
 	launches := make([]cluster.Launch, len(c.nodes))

@@ -45,6 +45,9 @@ type Options struct {
 	// StartTimeout bounds the start-up (and each restart) of each node;
 	// zero means 60 seconds.
 	StartTimeout time.Duration
+	// Placement, when set, runs every node on its own host (a network
+	// namespace of the fault suites) instead of loopback ports.
+	Placement cluster.Placement
 }
 
 // Node is one cmd/cascade process of a Cluster.
@@ -99,6 +102,7 @@ type Cluster struct {
 	timeout   time.Duration
 	args      []string
 	log       *lineWriter
+	place     cluster.Placement
 
 	mu    sync.Mutex // Guards the nodes' processes and paused flags.
 	nodes []*Node    // Ordered by id.
@@ -138,7 +142,7 @@ func start(ctx context.Context, bin string, opts Options) (_ *Cluster, err error
 			return nil, fmt.Errorf("%w: NodeOverrides names node %d of %d", ErrUnknownNode, id, nodes)
 		}
 	}
-	c := &Cluster{bin: bin, timeout: opts.StartTimeout, args: opts.Args}
+	c := &Cluster{bin: bin, timeout: opts.StartTimeout, args: opts.Args, place: opts.Placement}
 	if c.timeout == 0 {
 		c.timeout = 60 * time.Second
 	}
@@ -159,9 +163,13 @@ func start(ctx context.Context, bin string, opts Options) (_ *Cluster, err error
 	}
 	for i := 0; i < nodes; i++ {
 		id := i + 1
-		c.nodes = append(c.nodes, &Node{ID: id, Dir: filepath.Join(c.dir, "node-"+strconv.Itoa(id)),
+		n := &Node{ID: id, Dir: filepath.Join(c.dir, "node-"+strconv.Itoa(id)),
 			Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i])),
-			ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))})
+			ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))}
+		if c.place != nil {
+			n.Addr, n.ControllerAddr = cluster.PlacedAddrs(c.place, id)
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	voters := c.voters()
 	for _, n := range c.nodes {
@@ -233,7 +241,7 @@ func (c *Cluster) launch(ctx context.Context, n *Node) error {
 		return fmt.Errorf("cascadecluster: open log: %w", err)
 	}
 	// The node must outlive ctx, which bounds only the start-up.
-	cmd := exec.Command(c.bin, append([]string{"-config", n.propsPath()}, c.args...)...)
+	cmd := cluster.Command(c.place, n.ID, c.bin, append([]string{"-config", n.propsPath()}, c.args...)...)
 	cmd.Dir = n.Dir
 	var out io.Writer = f
 	if c.log != nil {

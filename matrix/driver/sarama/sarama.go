@@ -121,7 +121,34 @@ func (d *drv) CreateTopic(ctx context.Context, req driver.CreateTopic) error {
 		v := v
 		det.ConfigEntries[k] = &v
 	}
-	return kafkaErr(d.admin.CreateTopic(req.Topic, det, false))
+	if err := d.admin.CreateTopic(req.Topic, det, false); err != nil {
+		return kafkaErr(err)
+	}
+	return d.awaitLeaders(ctx, req.Topic, req.Partitions)
+}
+
+// awaitLeaders waits, up to 10 s, until sarama's metadata names a leader
+// for each of a new topic's partitions. A broker answers CreateTopics once
+// the topic is created, before every partition's leader serves it; the
+// other clients retry a produce refused meanwhile for as long as their
+// delivery timeout, while sarama's producer gives up after its three
+// retries 100 ms apart.
+func (d *drv) awaitLeaders(ctx context.Context, topic string, partitions int32) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := d.client.RefreshMetadata(topic)
+		for p := int32(0); err == nil && p < partitions; p++ {
+			_, err = d.client.Leader(topic, p)
+		}
+		if err == nil || time.Now().After(deadline) {
+			return kafkaErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (d *drv) DeleteTopic(ctx context.Context, topic string) error {

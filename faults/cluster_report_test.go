@@ -1,0 +1,42 @@
+package faults
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	lin "github.com/cascade-kafka/cascade/linearizability"
+)
+
+func TestClusterFigures(t *testing.T) {
+	s := time.Second.Nanoseconds()
+	samples := []Sample{
+		{At: 1 * s, Controller: 1, Leaders: []int{2, 3}, ISRs: [][]int{{1, 2, 3}, {1, 2, 3}}},
+		{At: 3 * s, Controller: 1, Leaders: []int{-1, 3}, ISRs: [][]int{{1, 3}, {1, 3}}},
+		{At: 5 * s, Controller: 1, Leaders: []int{1, 3}, ISRs: [][]int{{1, 3}, {1, 3}}},
+		{At: 9 * s, Controller: 1, Leaders: []int{1, 3}, ISRs: [][]int{{1, 2, 3}, {1, 3}}},
+		{At: 10 * s, Controller: 1, Leaders: []int{1, 3}, ISRs: [][]int{{1, 2, 3}, {1, 2, 3}}},
+	}
+	events := []FaultEvent{{At: 2 * s, Fault: "hard-shutdown:leader"}, {At: 8 * s, Heal: true, Fault: "hard-shutdown:leader"}}
+	ok := func(p int32, call, ret int64) lin.Op {
+		return lin.Op{Op: lin.OpProduce, Topic: "t", Partition: p, Outcome: lin.OutcomeOK, CallNs: call, ReturnNs: ret}
+	}
+	h := []lin.Op{ok(0, 1*s, 2*s+s/2), ok(0, 4*s, 6*s), ok(1, 3*s, 4*s)}
+	fs := ClusterFigures(events, samples, h, "t", 0, 3)
+	if len(fs) != 1 {
+		t.Fatalf("figures %+v", fs)
+	}
+	f := fs[0]
+	want := FaultFigure{Fault: "hard-shutdown:leader", Applied: 2 * s, Healed: 8 * s, NewLeader: 3 * time.Second,
+		NewControl: -1, FirstAck: 4 * time.Second, ISRBack: 2 * time.Second, ProduceStall: 2 * time.Second}
+	if f != want {
+		t.Errorf("figures\n got %+v\nwant %+v", f, want)
+	}
+	md := ClusterMarkdown([]ClusterResult{{Target: "A", Seed: 7, Passed: true, Figures: fs},
+		{Target: "B", Seed: 7, Passed: false, Figures: fs}})
+	for _, s := range []string{"| hard-shutdown:leader | pass | 3.0 / 3.0 | - | 4.0 / 4.0 | 2.0 / 2.0 | FAIL (run) |", "B: seed 7, FAILED."} {
+		if !strings.Contains(md, s) {
+			t.Errorf("table lacks %q:\n%s", s, md)
+		}
+	}
+}
