@@ -133,13 +133,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const topic = "durable"
-	if _, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil {
-		t.Fatalf("CreateTopic RF=3: %v", err)
-	}
-	waitFor(t, 20*time.Second, "three replicas in the ISR", func() bool {
-		l, isr := c.partitionOn(1, topic)
-		return l >= 0 && len(isr) == 3
-	})
+	c.createReplicated(ctx, topic, 2)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second),
@@ -152,13 +146,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	defer prod.Close()
 	acks := &ackLog{errs: map[string]int{}, offsets: map[string]int64{}}
 	pctx, stopProducing := context.WithCancel(ctx)
-	var produced sync.WaitGroup
-	produced.Go(func() {
-		for i := 0; pctx.Err() == nil; i++ {
-			prod.Produce(pctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
+	produced := produceNumbers(pctx, prod, acks, 2*time.Millisecond)
 	waitFor(t, 20*time.Second, "acknowledgements before the kill", func() bool { return len(acks.snapshot()) >= 200 })
 
 	leader, _ := c.partitionOn(1, topic)
@@ -333,6 +321,50 @@ func TestClusterReplicationFailover(t *testing.T) {
 		len(got), len(acked)-deleted, deleted)
 }
 
+// createReplicated creates topic with one partition, three replicas and
+// min.insync.replicas minISR, and waits for its ISR of three.
+func (c *testCluster) createReplicated(ctx context.Context, topic string, minISR int) {
+	c.t.Helper()
+	cfg := map[string]*string{"min.insync.replicas": kmsg.StringPtr(strconv.Itoa(minISR))}
+	if _, err := c.adm.CreateTopic(ctx, 1, 3, cfg, topic); err != nil {
+		c.t.Fatalf("CreateTopic %s RF=3: %v", topic, err)
+	}
+	waitFor(c.t, 30*time.Second, "three replicas in the ISR", func() bool {
+		l, isr := c.partitionOn(1, topic)
+		return l >= 0 && len(isr) == 3
+	})
+}
+
+// produceNumbers produces 0, 1, 2, ... with prod every pause until ctx
+// ends, recording the outcomes in acks; the group is done when it stops.
+func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
+			time.Sleep(pause)
+		}
+	})
+	return &wg
+}
+
+// latestOffset is partition 0 of topic's high watermark (ListOffsets
+// latest) as r answers, -1 on failure.
+func latestOffset(ctx context.Context, r kmsg.Requestor, topic string) int64 {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		return -1
+	}
+	return resp.Topics[0].Partitions[0].Offset
+}
+
 // produceOnce sends one acks=all record to topic with a fresh client and
 // returns its outcome within about bound.
 func produceOnce(t *testing.T, c *testCluster, topic string, bound time.Duration) error {
@@ -365,19 +397,9 @@ func readAll(t *testing.T, addr, topic string) []string {
 	defer cancel()
 	var hw int64 = -1
 	for hw < 0 && ctx.Err() == nil {
-		req := kmsg.NewPtrListOffsetsRequest()
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Timestamp = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].Partitions[0].ErrorCode == 0 {
-			hw = resp.Topics[0].Partitions[0].Offset
-			break
+		if hw = latestOffset(ctx, cl, topic); hw < 0 {
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	var out []string
 	next := int64(0)
