@@ -117,7 +117,7 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 		for _, seq := range []int32{30, 25} {
 			leo := p.LogEndOffset()
 			info, err := p.Append(idemBatch(t, pid, 0, seq, 5))
-			if err != nil || !info.Duplicate || info.FirstOffset != base[seq] || info.LastOffset != base[seq]+4 {
+			if err != nil || !info.Duplicate || info.FirstOffset != base[seq] || info.LastOffset != base[seq]+4 || info.LogAppendTime != 1000 {
 				t.Fatalf("retry of sequence %d (at %d): %+v %v, want a duplicate at its original offset", seq, base[seq], info, err)
 			}
 			if p.LogEndOffset() != leo {
