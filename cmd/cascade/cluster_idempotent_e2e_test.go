@@ -97,8 +97,9 @@ func (c *gatedConn) Read(b []byte) (int, error) {
 // is SIGKILLed. The producer retries those batches on the new leader,
 // which must answer each as a duplicate at the offset the old leader gave
 // it, from the producer state it built from the replicated batches, as
-// Kafka's ProducerStateManager. Every acknowledged record is read back
-// once, in order, at the offset its acknowledgement named.
+// Kafka's ProducerStateManager. The killed node restarts and it happens
+// again to the next leader. Every acknowledged record is read back once,
+// in order, at the offset its acknowledgement named.
 func TestClusterIdempotentRetryAfterFailover(t *testing.T) {
 	c := startTestCluster(t, "replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200",
 		"replica.fetch.backoff.ms=100")
@@ -124,44 +125,60 @@ func TestClusterIdempotentRetryAfterFailover(t *testing.T) {
 	defer stopProducing()
 	waitFor(t, 30*time.Second, "acknowledgements before the failover", func() bool { return len(acks.snapshot()) >= 300 })
 
-	leader, _ := c.partitionOn(1, topic)
-	if leader < 0 {
-		t.Fatal("no leader")
+	// Twice: the second failover may move the partition to the node the
+	// first killed, whose producer state was rebuilt from its log and
+	// snapshots after the SIGKILL and followed the new leader since.
+	type failover struct {
+		leader        int32
+		lastAcked, hw int64
+		killed        time.Time
 	}
-	gate.hold(c.seeds[leader-1])
-	// The producer's request in flight is handled: its records are
-	// committed (the high watermark passes them) and no more come while
-	// it waits for an answer that does not come (an idempotent franz-go
-	// producer has one request in flight per broker).
-	var hw int64 = -1
-	stable := 0
-	waitFor(t, 30*time.Second, "the withheld batches committed on the leader", func() bool {
-		lctx, lcancel := context.WithTimeout(ctx, 2*time.Second)
-		next := latestOffset(lctx, c.cl.Broker(int(leader)), topic)
-		lcancel()
-		if next >= 0 && next == hw {
-			stable++
-		} else {
-			stable = 0
+	var rounds []failover
+	for round := range 2 {
+		waitFor(t, 60*time.Second, "three replicas in the ISR", func() bool {
+			l, isr := c.partitionOn(1, topic)
+			return l >= 0 && len(isr) == 3
+		})
+		leader, _ := c.partitionOn(1, topic)
+		if leader < 0 {
+			t.Fatal("no leader")
 		}
-		hw = next
-		_, lastAcked := acks.ackedSince(time.Time{})
-		return stable >= 3 && hw > lastAcked+1
-	})
-	_, lastAcked := acks.ackedSince(time.Time{})
-	killed := time.Now()
-	c.procs[leader-1].kill()
-	gate.open()
-	t.Logf("leader %d killed with offsets %d..%d committed but unacknowledged", leader, lastAcked+1, hw-1)
-
-	waitFor(t, 60*time.Second, "a new leader from the ISR", func() bool {
-		l, isr := c.partitionOn(1+int(leader)%3, topic)
-		return l >= 0 && l != leader && len(isr) >= 2
-	})
-	waitFor(t, 60*time.Second, "acknowledgements after the failover", func() bool {
-		n, _ := acks.ackedSince(killed)
-		return n >= 300
-	})
+		gate.hold(c.seeds[leader-1])
+		// The producer's request in flight is handled: its records are
+		// committed (the high watermark passes them) and no more come
+		// while it waits for an answer that does not come (an idempotent
+		// franz-go producer has one request in flight per broker).
+		var hw int64 = -1
+		stable := 0
+		waitFor(t, 30*time.Second, "the withheld batch committed on the leader", func() bool {
+			lctx, lcancel := context.WithTimeout(ctx, 2*time.Second)
+			next := latestOffset(lctx, c.cl.Broker(int(leader)), topic)
+			lcancel()
+			if next >= 0 && next == hw {
+				stable++
+			} else {
+				stable = 0
+			}
+			hw = next
+			_, lastAcked := acks.ackedSince(time.Time{})
+			return stable >= 3 && hw > lastAcked+1
+		})
+		f := failover{leader: leader, hw: hw, killed: time.Now()}
+		_, f.lastAcked = acks.ackedSince(time.Time{})
+		c.procs[leader-1].kill()
+		gate.open()
+		rounds = append(rounds, f)
+		t.Logf("round %d: leader %d killed with offsets %d..%d committed but unacknowledged", round, leader, f.lastAcked+1, hw-1)
+		waitFor(t, 60*time.Second, "a new leader from the ISR", func() bool {
+			l, isr := c.partitionOn(1+int(leader)%3, topic)
+			return l >= 0 && l != leader && len(isr) >= 2
+		})
+		waitFor(t, 60*time.Second, "acknowledgements after the failover", func() bool {
+			n, _ := acks.ackedSince(f.killed)
+			return n >= 300
+		})
+		c.procs[leader-1].start(t, c.bin, c.logs[leader-1])
+	}
 	stopProducing()
 	produced.Wait()
 	fctx, fcancel := context.WithTimeout(ctx, 60*time.Second)
@@ -173,8 +190,7 @@ func TestClusterIdempotentRetryAfterFailover(t *testing.T) {
 		t.Fatalf("records failed: %v", acks.errs)
 	}
 
-	newLeader, _ := c.partitionOn(1+int(leader)%3, topic)
-	got := readAll(t, c.seeds[newLeader-1], topic)
+	got := readAll(t, c.seeds[rounds[0].leader-1], topic)
 	at := map[string]int{}
 	prev := -1
 	for i, v := range got {
@@ -190,19 +206,24 @@ func TestClusterIdempotentRetryAfterFailover(t *testing.T) {
 	}
 	acks.mu.Lock()
 	defer acks.mu.Unlock()
-	retried := 0
+	retried := make([]int64, len(rounds))
 	for i, v := range acks.acked {
 		off := acks.offsets[v]
 		if pos, ok := at[v]; !ok || int64(pos) != off {
 			t.Fatalf("record %s acknowledged at offset %d, read at %d (present %v)", v, off, pos, ok)
 		}
-		if off > lastAcked && off < hw && acks.times[i].After(killed) {
-			retried++
+		for r, f := range rounds {
+			if off > f.lastAcked && off < f.hw && acks.times[i].After(f.killed) {
+				retried[r]++
+			}
 		}
 	}
-	if want := hw - lastAcked - 1; int64(retried) != want {
-		t.Fatalf("%d of the %d records the old leader committed unacknowledged were acknowledged by the new leader", retried, want)
+	for r, f := range rounds {
+		if want := f.hw - f.lastAcked - 1; retried[r] != want {
+			t.Fatalf("round %d: %d of the %d records leader %d committed unacknowledged were acknowledged after it died",
+				r, retried[r], want, f.leader)
+		}
 	}
-	t.Logf("%d records acknowledged and read back once, in order, at their offsets; %d retried after the failover were answered as duplicates at the old leader's offsets",
+	t.Logf("%d records acknowledged and read back once, in order, at their offsets; retried after each failover and answered as duplicates at the old leader's offsets: %v",
 		len(acks.acked), retried)
 }
