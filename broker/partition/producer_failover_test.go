@@ -13,17 +13,7 @@ import (
 // sequence seq.
 func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, n int) []byte {
 	t.Helper()
-	recs := make([]record.Rec, n)
-	for i := range recs {
-		recs[i] = record.Rec{Timestamp: 1000, Value: []byte("v")}
-	}
-	s := record.NewSpec(recs...)
-	s.ProducerID, s.ProducerEpoch, s.BaseSequence = pid, epoch, seq
-	b, err := record.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return buildBatch(t, n, func(s *record.Spec) { s.ProducerID, s.ProducerEpoch, s.BaseSequence = pid, epoch, seq })
 }
 
 // openSegmented opens a log in dir whose segments hold segBytes.
@@ -66,10 +56,7 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 	defer lm.Close()
 	fdir := t.TempDir()
 	fm, fl := openSegmented(t, fdir, seg)
-	leader := New(tp("t", 0), [16]byte{1}, 4, ll)
-	follower := New(tp("t", 0), [16]byte{1}, 4, fl)
-	leader.SetReplicated(true)
-	follower.SetReplicated(true)
+	leader, follower := replicated(ll, 4), replicated(fl, 4)
 
 	// B1..B8: sequences 0..39, offsets 0..39, five records each; another
 	// producer's batch in between.
@@ -155,8 +142,7 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 	}
 	fm, fl = openSegmented(t, fdir, seg)
 	defer fm.Close()
-	restarted := New(tp("t", 0), [16]byte{1}, 6, fl)
-	restarted.SetReplicated(true)
+	restarted := replicated(fl, 6)
 	if info, err := restarted.Append(idemBatch(t, pid, 1, 0, 1)); err != nil || !info.Duplicate {
 		t.Fatalf("after a restart, retry of the epoch bump: %+v %v", info, err)
 	}

@@ -29,8 +29,7 @@ import (
 // (matrix/apachekafka's test of the same name): RECOVERING with the
 // unclean election, RECOVERED in the record of the ISR expansion.
 func TestClusterUncleanElectionRecovery(t *testing.T) {
-	c := startTestCluster(t, "replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200",
-		"replica.fetch.backoff.ms=100", "unclean.leader.election.interval.ms=1000")
+	c := startTestCluster(t, append(fastReplication, "unclean.leader.election.interval.ms=1000")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "recover"

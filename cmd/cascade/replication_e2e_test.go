@@ -128,8 +128,7 @@ func (a *ackLog) snapshot() []string {
 // left, so the ISR cannot shrink) acks=all is never acknowledged; and
 // every acknowledged record is read back exactly once, in order.
 func TestClusterReplicationFailover(t *testing.T) {
-	c := startTestCluster(t, "replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200",
-		"replica.fetch.backoff.ms=100")
+	c := startTestCluster(t, fastReplication...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const topic = "durable"
@@ -145,8 +144,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	}
 	defer prod.Close()
 	acks := &ackLog{errs: map[string]int{}, offsets: map[string]int64{}}
-	pctx, stopProducing := context.WithCancel(ctx)
-	produced := produceNumbers(pctx, prod, acks, 2*time.Millisecond)
+	finish := produceNumbers(ctx, prod, acks, 2*time.Millisecond)
 	waitFor(t, 20*time.Second, "acknowledgements before the kill", func() bool { return len(acks.snapshot()) >= 200 })
 
 	leader, _ := c.partitionOn(1, topic)
@@ -274,13 +272,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	}
 
 	// Stop the producer with everything it sent answered.
-	stopProducing()
-	produced.Wait()
-	fctx, fcancel := context.WithTimeout(ctx, 40*time.Second)
-	if err := prod.Flush(fctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	fcancel()
+	finish(t, 40*time.Second)
 	acked := acks.snapshot()
 	t.Logf("%d records acknowledged; failures: %v", len(acked), acks.errs)
 
@@ -321,6 +313,10 @@ func TestClusterReplicationFailover(t *testing.T) {
 		len(got), len(acked)-deleted, deleted)
 }
 
+// fastReplication are the replication timings of the failover tests: a
+// follower out of the ISR after 4 s, fetches answered within 200 ms.
+var fastReplication = []string{"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "replica.fetch.backoff.ms=100"}
+
 // createReplicated creates topic with one partition, three replicas and
 // min.insync.replicas minISR, and waits for its ISR of three.
 func (c *testCluster) createReplicated(ctx context.Context, topic string, minISR int) {
@@ -336,16 +332,27 @@ func (c *testCluster) createReplicated(ctx context.Context, topic string, minISR
 }
 
 // produceNumbers produces 0, 1, 2, ... with prod every pause until ctx
-// ends, recording the outcomes in acks; the group is done when it stops.
-func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause time.Duration) *sync.WaitGroup {
+// ends or finish is called, recording the outcomes in acks. finish stops
+// and flushes, failing the test if some record is unanswered after bound.
+func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause time.Duration) (finish func(t *testing.T, bound time.Duration)) {
+	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for i := 0; ctx.Err() == nil; i++ {
-			prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
+		for i := 0; pctx.Err() == nil; i++ {
+			prod.Produce(pctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
 			time.Sleep(pause)
 		}
 	})
-	return &wg
+	return func(t *testing.T, bound time.Duration) {
+		t.Helper()
+		stop()
+		wg.Wait()
+		fctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		if err := prod.Flush(fctx); err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
 }
 
 // latestOffset is partition 0 of topic's high watermark (ListOffsets
