@@ -506,6 +506,11 @@ func (m *Manager) alter(s *pstate, req replica.AlterPartition) replica.AlterResu
 		out.Err = alterError(p.ErrorCode)
 		return out
 	}
+	if r := replica.LeaderRecoveryState(p.LeaderRecoveryState); r != replica.Recovered && r != replica.Recovering {
+		// As DefaultAlterPartitionManager: UNKNOWN_SERVER_ERROR, retried.
+		out.Err = fmt.Errorf("replication: AlterPartition answer with leader recovery state %d", p.LeaderRecoveryState)
+		return out
+	}
 	out.LeaderEpoch, out.PartitionEpoch, out.ISR = p.LeaderEpoch, p.PartitionEpoch, p.ISR
 	out.LeaderRecovery = replica.LeaderRecoveryState(p.LeaderRecoveryState)
 	return out
