@@ -150,3 +150,79 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 		t.Fatalf("after a restart, sequence 2 after 0: %v", err)
 	}
 }
+
+// TestTransactionStateAfterLeaderChange is the transactional side of the
+// same failover: a follower keeps the open transactions of replicated
+// batches and the aborted ones in its transaction index; truncated below a
+// marker, the transaction it ended is open again, so the new leader's last
+// stable offset stops at the transaction's first offset until the
+// coordinator's marker, written again to the new leader, ends it.
+func TestTransactionStateAfterLeaderChange(t *testing.T) {
+	const t1, plain, t2 = 11, 12, 13
+	txnBatch := func(pid int64, seq int32, n int) []byte {
+		return buildBatch(t, n, func(s *record.Spec) {
+			s.ProducerID, s.ProducerEpoch, s.BaseSequence, s.Transactional = pid, 0, seq, true
+		})
+	}
+	lm, ll := openSegmented(t, t.TempDir(), 1<<20)
+	defer lm.Close()
+	fm, fl := openSegmented(t, t.TempDir(), 1<<20)
+	defer fm.Close()
+	leader, follower := replicated(ll, 4), replicated(fl, 4)
+	for _, b := range [][]byte{txnBatch(t1, 0, 2), idemBatch(t, plain, 0, 0, 2)} { // 0-1, 2-3
+		if _, err := leader.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := leader.AppendCoordinator(record.ControlBatch(t1, 0, false, 3, 1000)); err != nil { // 4: abort
+		t.Fatal(err)
+	}
+	if _, err := leader.Append(txnBatch(t2, 0, 2)); err != nil { // 5-6, left open
+		t.Fatal(err)
+	}
+	if _, err := follower.AppendAsFollower(copyBatches(t, leader, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if fu, ok := fl.FirstUnstableOffset(); !ok || fu != 5 {
+		t.Fatalf("follower's first unstable offset %d %v, want 5 (the open transaction)", fu, ok)
+	}
+	if got := fl.AbortedTxns(0, 100); len(got) != 1 || got[0].ProducerID != t1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 {
+		t.Fatalf("follower's aborted transactions %+v", got)
+	}
+
+	// A newer leader's log ends before the abort marker.
+	if err := follower.TruncateTo(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.MakeLeader(6); err != nil {
+		t.Fatal(err)
+	}
+	follower.AdvanceHighWatermark(4)
+	if fu, ok := fl.FirstUnstableOffset(); !ok || fu != 0 {
+		t.Fatalf("after the truncation first unstable offset %d %v, want 0 (the transaction open again)", fu, ok)
+	}
+	if lso := follower.LastStableOffset(); lso != 0 {
+		t.Fatalf("last stable offset %d, want 0", lso)
+	}
+	if got := fl.AbortedTxns(0, 100); len(got) != 0 {
+		t.Fatalf("aborted transactions after the truncation: %+v", got)
+	}
+	if _, ongoing, known := fl.ProducerTxnState(t2); known || ongoing {
+		t.Fatalf("producer %d, truncated away, still known (ongoing %v)", t2, ongoing)
+	}
+	// The coordinator writes its marker again; the plain producer's retry
+	// is a duplicate.
+	if _, err := follower.AppendCoordinator(record.ControlBatch(t1, 0, false, 3, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	follower.AdvanceHighWatermark(follower.LogEndOffset())
+	if _, ok := fl.FirstUnstableOffset(); ok {
+		t.Fatal("a transaction still open after the marker")
+	}
+	if lso := follower.LastStableOffset(); lso != 5 {
+		t.Fatalf("last stable offset %d after the marker, want 5", lso)
+	}
+	if info, err := follower.Append(idemBatch(t, plain, 0, 0, 2)); err != nil || !info.Duplicate || info.FirstOffset != 2 {
+		t.Fatalf("retry of the plain producer's batch: %+v %v", info, err)
+	}
+}
