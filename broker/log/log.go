@@ -352,24 +352,6 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 	}
 	ps := l.ps
 	ps.reset()
-	first := l.leo.Load()
-	next := first
-	for rest := set; len(rest) > 0; {
-		b, r, _ := record.Next(rest) // validated already
-		rest = r
-		b.SetBaseOffset(next)
-		dup, isDup, err := ps.stage(b, true)
-		if err != nil {
-			ps.reset()
-			return AppendInfo{}, err
-		}
-		if isDup {
-			ps.reset()
-			return AppendInfo{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
-				LogStartOffset: l.logStart.Load(), NumRecords: int(dup.lastOffset-dup.firstOffset) + 1, Duplicate: true, OffsetOfMaxTimestamp: -1}, nil
-		}
-		next = b.NextOffset()
-	}
 	now := l.opts.Clock()
 	appendTime := int64(-1)
 	maxTS := info.maxTimestamp
@@ -377,14 +359,38 @@ func (l *Log) appendLocked(set []byte, leaderEpoch int32, cfg *Config, info setI
 		appendTime = now.UnixMilli()
 		maxTS = appendTime
 	}
+	first := l.leo.Load()
+	next := first
 	for rest := set; len(rest) > 0; {
-		b, r, _ := record.Next(rest)
+		b, r, _ := record.Next(rest) // validated already
 		rest = r
-		b.SetPartitionLeaderEpoch(leaderEpoch)
+		// Offsets and the log append time are assigned before the
+		// producer state sees the batch, as LogValidator runs before
+		// ProducerAppendInfo.append: the cached batch's timestamp is the
+		// one stored.
+		b.SetBaseOffset(next)
 		if appendTime >= 0 {
 			b.SetLogAppendTime(appendTime)
 			b.UpdateCRC()
 		}
+		dup, isDup, err := ps.stage(b, true)
+		if err != nil {
+			ps.reset()
+			return AppendInfo{}, err
+		}
+		if isDup {
+			// As UnifiedLog.append: the original offsets, and the
+			// original batch's timestamp as the log append time.
+			ps.reset()
+			return AppendInfo{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: dup.timestamp,
+				LogStartOffset: l.logStart.Load(), NumRecords: int(dup.lastOffset-dup.firstOffset) + 1, Duplicate: true, OffsetOfMaxTimestamp: -1}, nil
+		}
+		next = b.NextOffset()
+	}
+	for rest := set; len(rest) > 0; {
+		b, r, _ := record.Next(rest)
+		rest = r
+		b.SetPartitionLeaderEpoch(leaderEpoch)
 	}
 	if err := l.writeLocked(set, first, next, maxTS, cfg, now); err != nil {
 		return AppendInfo{}, err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/cascade-kafka/cascade/broker/record"
 )
@@ -26,8 +27,8 @@ func TestIdempotentProducer(t *testing.T) {
 	must(l.Append(idemBatch(t, 7, 0, 3, 2, false), 0))
 	// A retry of the first batch is a duplicate with the original offsets.
 	d := must(l.Append(idemBatch(t, 7, 0, 0, 3, false), 0))
-	if !d.Duplicate || d.FirstOffset != a.FirstOffset || d.LastOffset != a.LastOffset {
-		t.Fatalf("duplicate: %+v", d)
+	if !d.Duplicate || d.FirstOffset != a.FirstOffset || d.LastOffset != a.LastOffset || d.LogAppendTime != 1000 {
+		t.Fatalf("duplicate: %+v, want the original offsets and the batch's timestamp 1000 as log append time", d)
 	}
 	if l.LogEndOffset() != 5 {
 		t.Fatalf("duplicate written: LEO %d", l.LogEndOffset())
@@ -61,6 +62,36 @@ func TestIdempotentProducer(t *testing.T) {
 	ps := l.ActiveProducers()
 	if len(ps) != 3 || ps[0].ProducerID != 7 || ps[0].ProducerEpoch != 1 || ps[2].LastSequence != 6 {
 		t.Fatalf("ActiveProducers = %+v", ps)
+	}
+}
+
+// TestDuplicateAnswersLogAppendTime checks that a duplicate on a
+// LogAppendTime topic answers the time the original append stamped, as
+// UnifiedLog.append answers a duplicate with its cached batch's timestamp,
+// and that the time is the one stored, so a restart answers the same.
+func TestDuplicateAnswersLogAppendTime(t *testing.T) {
+	c := newFakeClock()
+	cfg := smallConfig()
+	cfg.TimestampType = LogAppendTime
+	dir := t.TempDir()
+	m, l := openTest(t, dir, c, cfg)
+	a, err := l.Append(idemBatch(t, 7, 0, 0, 3, false), 0)
+	if err != nil || a.LogAppendTime != c.Now().UnixMilli() {
+		t.Fatalf("append: %+v %v", a, err)
+	}
+	c.Advance(time.Minute)
+	d, err := l.Append(idemBatch(t, 7, 0, 0, 3, false), 0)
+	if err != nil || !d.Duplicate || d.LogAppendTime != a.LogAppendTime {
+		t.Fatalf("retry: %+v %v, want a duplicate at log append time %d", d, err, a.LogAppendTime)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, l = openTest(t, dir, c, cfg)
+	defer m.Close()
+	d, err = l.Append(idemBatch(t, 7, 0, 0, 3, false), 0)
+	if err != nil || !d.Duplicate || d.LogAppendTime != a.LogAppendTime {
+		t.Fatalf("retry after a restart: %+v %v, want log append time %d", d, err, a.LogAppendTime)
 	}
 }
 

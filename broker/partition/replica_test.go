@@ -185,17 +185,31 @@ func openDir(t *testing.T, dir string, hwCheckpoint bool) (*log.Manager, *log.Lo
 	return m, l
 }
 
-func clientBatch(t *testing.T, n int) []byte {
+func clientBatch(t *testing.T, n int) []byte { return buildBatch(t, n, func(*record.Spec) {}) }
+
+// buildBatch builds a batch of n records with timestamp 1000 and value "v",
+// its header set by set.
+func buildBatch(t *testing.T, n int, set func(*record.Spec)) []byte {
 	t.Helper()
 	recs := make([]record.Rec, n)
 	for i := range recs {
 		recs[i] = record.Rec{Timestamp: 1000, Value: []byte("v")}
 	}
-	b, err := record.Build(record.NewSpec(recs...))
+	s := record.NewSpec(recs...)
+	set(&s)
+	b, err := record.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// replicated is a partition over l whose high watermark moves from
+// outside, as the replication shell's.
+func replicated(l Log, epoch int32) *Partition {
+	p := New(tp("t", 0), [16]byte{1}, epoch, l)
+	p.SetReplicated(true)
+	return p
 }
 
 // TestFollowerOverRealLogs replicates between two partitions over the
@@ -208,10 +222,7 @@ func TestFollowerOverRealLogs(t *testing.T) {
 	defer lm.Close()
 	fdir := t.TempDir()
 	fm, fl := openDir(t, fdir, true)
-	leader := New(tp("t", 0), [16]byte{1}, 4, ll)
-	follower := New(tp("t", 0), [16]byte{1}, 4, fl)
-	leader.SetReplicated(true)
-	follower.SetReplicated(true)
+	leader, follower := replicated(ll, 4), replicated(fl, 4)
 	for i := 0; i < 3; i++ {
 		if _, err := leader.Append(clientBatch(t, 4)); err != nil {
 			t.Fatal(err)

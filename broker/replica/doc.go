@@ -25,8 +25,12 @@
 // re-elected in a new epoch forgets its followers' log ends from the
 // earlier epoch (Kafka keeps them), as it may have missed other leaders'
 // epochs in one merged delta while a follower truncated to their logs.
-// Reassignment (adding and removing replicas), eligible leader replicas
-// and leader recovery after an unclean election are not modelled.
+// Reassignment (adding and removing replicas) and eligible leader
+// replicas are not modelled. Leader recovery after an unclean election
+// (KIP-704) is Kafka's: a leader registered RECOVERING counts itself
+// recovered as it becomes leader (there is no log recovery to run) and
+// says RECOVERED in its next AlterPartition, which the controller needs
+// before the ISR may grow past the leader.
 //
 // Use, on a leader:
 //

@@ -47,6 +47,28 @@ type BrokerStatus struct {
 	ShuttingDown bool
 }
 
+// LeaderRecoveryState is Kafka's LeaderRecoveryState (KIP-704): whether
+// the partition's leader, elected from outside the ISR, has yet to recover.
+type LeaderRecoveryState int8
+
+// Leader recovery states, with Kafka's values.
+const (
+	// Recovered is a leader elected from the ISR, or one that reported
+	// itself recovered.
+	Recovered LeaderRecoveryState = 0
+	// Recovering is a leader elected uncleanly that has not yet told the
+	// controller it recovered: the controller refuses any ISR of more
+	// than the leader until it does.
+	Recovering LeaderRecoveryState = 1
+)
+
+func (r LeaderRecoveryState) String() string {
+	if r == Recovering {
+		return "recovering"
+	}
+	return "recovered"
+}
+
 // PartitionState is the partition's registration in the metadata image, as
 // Kafka's PartitionRegistration.
 type PartitionState struct {
@@ -55,6 +77,9 @@ type PartitionState struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// LeaderRecovery is Recovering after an unclean election until the
+	// leader's AlterPartition says Recovered.
+	LeaderRecovery LeaderRecoveryState
 }
 
 // BrokerState is one member of an AlterPartition ISR with the broker epoch
@@ -65,13 +90,17 @@ type BrokerState struct {
 }
 
 // AlterPartition is one AlterPartition request for the I/O shell to send to
-// the controller. Seq names it for AlterPartitionResult.
+// the controller. Seq names it for AlterPartitionResult. LeaderRecovery is
+// the leader's recovery state, which a leader carries in every request as
+// Kafka's Partition.prepareIsrExpand and prepareIsrShrink do: always
+// Recovered, since becoming leader recovers (Partition.makeLeader).
 type AlterPartition struct {
 	Seq            uint64
 	LeaderID       int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []BrokerState
+	LeaderRecovery LeaderRecoveryState
 }
 
 // AlterResult is the controller's answer to the AlterPartition Seq: Err (one
@@ -83,6 +112,7 @@ type AlterResult struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	LeaderRecovery LeaderRecoveryState
 }
 
 // Effects is what an input asks of the I/O shell.
@@ -95,6 +125,11 @@ type Effects struct {
 	// EpochStart, if set, is to be assigned in the log's leader epoch
 	// cache (a new leader's epoch starts at its log end).
 	EpochStart *EpochEntry
+	// Recovered is true when a leader elected uncleanly took the
+	// partition as recovered (it has no log recovery to run, as Kafka's
+	// Partition.makeLeader); the controller learns it with the leader's
+	// next AlterPartition.
+	Recovered bool
 }
 
 // FollowerState is the leader's view of one follower, as Kafka's
@@ -136,6 +171,7 @@ type State struct {
 	partitionEpoch int32
 	replicas       []int32
 	isr            []int32 // committed
+	recovery       LeaderRecoveryState
 	pending        *pending
 	seq            uint64
 
@@ -189,6 +225,11 @@ func (s *State) Replicas() []int32 { return slices.Clone(s.replicas) }
 
 // ISR is the committed ISR (empty on a follower, as Kafka's makeFollower).
 func (s *State) ISR() []int32 { return slices.Clone(s.isr) }
+
+// LeaderRecovery is the partition's leader recovery state as this replica
+// knows it: a leader's own (Recovered once it leads), a follower's from the
+// metadata image.
+func (s *State) LeaderRecovery() LeaderRecoveryState { return s.recovery }
 
 // MaximalISR is the ISR the high watermark and acks=all use: the committed
 // ISR plus a replica being added (KIP-497); a shrink in flight does not
@@ -249,6 +290,7 @@ func (s *State) MetadataChange(ps PartitionState, cache []EpochEntry, now time.T
 		s.role, s.leader = RoleNone, ps.Leader
 		s.leaderEpoch, s.partitionEpoch = ps.LeaderEpoch, ps.PartitionEpoch
 		s.replicas, s.isr, s.pending = slices.Clone(ps.Replicas), nil, nil
+		s.recovery = ps.LeaderRecovery
 		s.leaderEpochStart = UndefinedOffset
 		clear(s.followers)
 		return Effects{}
@@ -262,7 +304,10 @@ func (s *State) MetadataChange(ps PartitionState, cache []EpochEntry, now time.T
 // epoch starts at the local log end (EpochStart) and every follower's state
 // is reset as Kafka's Replica.resetReplicaState: in-sync followers count as
 // caught up now, others as never. The high watermark may advance at once
-// (the ISR may be the leader alone).
+// (the ISR may be the leader alone). A partition registered Recovering
+// (an unclean election) is Recovered on this leader at once, as Kafka's
+// makeLeader, which runs no log recovery: every AlterPartition it sends
+// says so, and the controller then accepts an ISR of more than the leader.
 func (s *State) BecomeLeader(ps PartitionState, now time.Time, localLEO int64) (eff Effects, applied bool) {
 	if ps.PartitionEpoch < s.partitionEpoch {
 		return Effects{}, false
@@ -274,6 +319,8 @@ func (s *State) BecomeLeader(ps PartitionState, now time.Time, localLEO int64) (
 	s.highWatermark = min(s.highWatermark, localLEO)
 	s.setAssignment(ps.Replicas, true)
 	s.isr, s.pending = sortedUnion(ps.ISR), nil
+	eff.Recovered = ps.LeaderRecovery == Recovering
+	s.recovery = Recovered
 	if isNewEpoch {
 		start := localLEO
 		eff.EpochStart = &EpochEntry{Epoch: ps.LeaderEpoch, StartOffset: start}
@@ -333,6 +380,7 @@ func (s *State) BecomeFollower(ps PartitionState, cache []EpochEntry, localLEO i
 	s.leaderEpochStart = UndefinedOffset
 	s.setAssignment(ps.Replicas, false)
 	s.isr, s.pending = nil, nil
+	s.recovery = ps.LeaderRecovery
 	s.logEndOffset = localLEO
 	s.highWatermark = min(s.highWatermark, localLEO)
 	return s.fetchPosition(cache), true
@@ -633,7 +681,8 @@ func (s *State) OutOfSyncReplicas(now time.Time) []int32 {
 // member's broker epoch as Kafka's addBrokerEpochToIsr.
 func (s *State) propose(expand bool, isr []int32) *AlterPartition {
 	s.seq++
-	req := AlterPartition{Seq: s.seq, LeaderID: s.cfg.BrokerID, LeaderEpoch: s.leaderEpoch, PartitionEpoch: s.partitionEpoch}
+	req := AlterPartition{Seq: s.seq, LeaderID: s.cfg.BrokerID, LeaderEpoch: s.leaderEpoch, PartitionEpoch: s.partitionEpoch,
+		LeaderRecovery: s.recovery}
 	for _, id := range isr {
 		epoch := int64(-1)
 		if id == s.cfg.BrokerID {
@@ -684,6 +733,7 @@ func (s *State) AlterPartitionResult(res AlterResult, now time.Time) Effects {
 	}
 	s.isr, s.pending = sortedUnion(res.ISR), nil
 	s.partitionEpoch = res.PartitionEpoch
+	s.recovery = res.LeaderRecovery
 	return Effects{HighWatermarkMoved: s.maybeIncrementHighWatermark(now.UnixMilli())}
 }
 

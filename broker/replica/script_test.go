@@ -95,7 +95,20 @@ func (h *harness) state(t *testing.T, a args) (int32, *State) {
 
 func (a args) partition(t *testing.T) PartitionState {
 	return PartitionState{Leader: int32(a.int(t, "leader", int64(NoLeader))), LeaderEpoch: int32(a.int(t, "epoch", 0)),
-		PartitionEpoch: int32(a.int(t, "pe", 0)), Replicas: a.ints(t, "replicas"), ISR: a.ints(t, "isr")}
+		PartitionEpoch: int32(a.int(t, "pe", 0)), Replicas: a.ints(t, "replicas"), ISR: a.ints(t, "isr"),
+		LeaderRecovery: a.recovery(t)}
+}
+
+// recovery parses lrs=recovering|recovered (recovered when absent).
+func (a args) recovery(t *testing.T) LeaderRecoveryState {
+	switch a["lrs"] {
+	case "", "recovered":
+		return Recovered
+	case "recovering":
+		return Recovering
+	}
+	t.Fatalf("lrs=%s: want recovering or recovered", a["lrs"])
+	return Recovered
 }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
@@ -181,7 +194,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "alter-result":
 		b, s := h.state(t, a)
 		res := AlterResult{Seq: uint64(a.int(t, "seq", 0)), LeaderEpoch: int32(a.int(t, "epoch", 0)),
-			PartitionEpoch: int32(a.int(t, "pe", 0)), ISR: a.ints(t, "isr")}
+			PartitionEpoch: int32(a.int(t, "pe", 0)), ISR: a.ints(t, "isr"), LeaderRecovery: a.recovery(t)}
 		if name, ok := a["err"]; ok {
 			res.Err = errByName[name]
 			if res.Err == nil {
@@ -239,13 +252,16 @@ func (h *harness) effects(out *strings.Builder, b int32, eff Effects) {
 	if eff.HighWatermarkMoved {
 		fmt.Fprintf(out, "hw-moved %d\n", h.states[b].HighWatermark())
 	}
+	if eff.Recovered {
+		out.WriteString("recovered\n")
+	}
 	if ap := eff.AlterPartition; ap != nil {
 		var isr []string
 		for _, m := range ap.NewISR {
 			isr = append(isr, fmt.Sprintf("%d@%d", m.BrokerID, m.BrokerEpoch))
 		}
-		fmt.Fprintf(out, "alter-partition seq=%d leader=%d epoch=%d pe=%d isr=%s\n",
-			ap.Seq, ap.LeaderID, ap.LeaderEpoch, ap.PartitionEpoch, strings.Join(isr, ","))
+		fmt.Fprintf(out, "alter-partition seq=%d leader=%d epoch=%d pe=%d isr=%s lrs=%s\n",
+			ap.Seq, ap.LeaderID, ap.LeaderEpoch, ap.PartitionEpoch, strings.Join(isr, ","), ap.LeaderRecovery)
 	}
 	h.printState(out, b)
 }
@@ -257,6 +273,9 @@ func (h *harness) printState(out *strings.Builder, b int32) {
 		s.HighWatermark(), s.LogEndOffset(), s.LogStartOffset())
 	if p, ok := s.Pending(); ok {
 		fmt.Fprintf(out, " pending=%d", p.Seq)
+	}
+	if s.LeaderRecovery() == Recovering {
+		out.WriteString(" recovering")
 	}
 	out.WriteString("\n")
 	var ids []int32

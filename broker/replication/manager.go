@@ -203,12 +203,23 @@ func (m *Manager) Apply(img *metadata.Image) {
 // applyPartition applies one partition's registration. m.mu is held.
 func (m *Manager) applyPartition(s *pstate, ip metadata.Partition, view map[int32]replica.BrokerStatus, now time.Time) {
 	ps := replica.PartitionState{Leader: ip.Leader, LeaderEpoch: ip.LeaderEpoch, PartitionEpoch: ip.PartitionEpoch,
-		Replicas: slices.Clone(ip.Replicas), ISR: slices.Clone(ip.ISR)}
+		Replicas: slices.Clone(ip.Replicas), ISR: slices.Clone(ip.ISR),
+		LeaderRecovery: replica.LeaderRecoveryState(ip.LeaderRecoveryState)}
 	s.mu.Lock()
 	s.st.SetBrokers(view)
 	wasRole, wasLeader, wasEpoch := s.st.Role(), s.st.Leader(), s.st.LeaderEpoch()
+	wasRecovery := s.st.LeaderRecovery()
 	s.st.LogStartMoved(s.p.LogStartOffset())
 	eff := s.st.MetadataChange(ps, epochCache(s.p), now, s.p.LogEndOffset())
+	if r := s.st.LeaderRecovery(); r != wasRecovery && s.st.Role() != replica.RoleLeader {
+		m.log.Info("leader recovery state changed", "topic", s.tp.Topic, "partition", s.tp.Partition,
+			"leader", ps.Leader, "leader_epoch", ps.LeaderEpoch, "leader_recovery_state", r.String())
+	}
+	if eff.Recovered {
+		// As Kafka's Partition.makeLeader: no log recovery to run.
+		m.log.Info("partition was marked as recovering after an unclean election; marking it recovered",
+			"topic", s.tp.Topic, "partition", s.tp.Partition, "leader_epoch", ps.LeaderEpoch)
+	}
 	m.applyEffectsLocked(s, eff)
 	role, leader, epoch := s.st.Role(), s.st.Leader(), s.st.LeaderEpoch()
 	s.wakeLocked()
@@ -432,7 +443,7 @@ func (m *Manager) sendAlter(s *pstate, req replica.AlterPartition) {
 				m.log.Info("AlterPartition failed", "topic", s.tp.Topic, "partition", s.tp.Partition, "err", res.Err)
 			} else {
 				m.log.Info("ISR changed", "topic", s.tp.Topic, "partition", s.tp.Partition,
-					"isr", res.ISR, "partition_epoch", res.PartitionEpoch)
+					"isr", res.ISR, "partition_epoch", res.PartitionEpoch, "leader_recovery_state", res.LeaderRecovery.String())
 			}
 			s.mu.Lock()
 			if s.gone {
@@ -468,6 +479,7 @@ func (m *Manager) alter(s *pstate, req replica.AlterPartition) replica.AlterResu
 	rt.TopicID = s.topicID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = s.tp.Partition, req.LeaderEpoch, req.PartitionEpoch
+	rp.LeaderRecoveryState = int8(req.LeaderRecovery)
 	for _, b := range req.NewISR {
 		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 		e.BrokerID, e.BrokerEpoch = b.BrokerID, b.BrokerEpoch
@@ -494,7 +506,13 @@ func (m *Manager) alter(s *pstate, req replica.AlterPartition) replica.AlterResu
 		out.Err = alterError(p.ErrorCode)
 		return out
 	}
+	if r := replica.LeaderRecoveryState(p.LeaderRecoveryState); r != replica.Recovered && r != replica.Recovering {
+		// As DefaultAlterPartitionManager: UNKNOWN_SERVER_ERROR, retried.
+		out.Err = fmt.Errorf("replication: AlterPartition answer with leader recovery state %d", p.LeaderRecoveryState)
+		return out
+	}
 	out.LeaderEpoch, out.PartitionEpoch, out.ISR = p.LeaderEpoch, p.PartitionEpoch, p.ISR
+	out.LeaderRecovery = replica.LeaderRecoveryState(p.LeaderRecoveryState)
 	return out
 }
 

@@ -29,11 +29,14 @@ func (d dirLogs) Open(tp log.TopicPartition, id [16]byte, cfg log.Config) (parti
 
 func (d dirLogs) Delete(tp log.TopicPartition) error { return d.m.Delete(tp) }
 
-// fakeController answers AlterPartition with the ISR asked for and the
-// next partition epoch, and keeps the requests.
+// fakeController answers AlterPartition with the ISR and leader recovery
+// state asked for and the next partition epoch, and keeps the requests.
+// While answerLRS holds values, each answer takes the next as its leader
+// recovery state instead.
 type fakeController struct {
-	mu   sync.Mutex
-	reqs []*kmsg.AlterPartitionRequest
+	mu        sync.Mutex
+	reqs      []*kmsg.AlterPartitionRequest
+	answerLRS []int8
 }
 
 func (c *fakeController) AlterPartition(_ context.Context, r *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
@@ -47,6 +50,12 @@ func (c *fakeController) AlterPartition(_ context.Context, r *kmsg.AlterPartitio
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionResponseTopicPartition()
 			rp.Partition, rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = p.Partition, r.BrokerID, p.LeaderEpoch, p.PartitionEpoch+1
+			rp.LeaderRecoveryState = p.LeaderRecoveryState
+			c.mu.Lock()
+			if len(c.answerLRS) > 0 {
+				rp.LeaderRecoveryState, c.answerLRS = c.answerLRS[0], c.answerLRS[1:]
+			}
+			c.mu.Unlock()
 			for _, m := range p.NewEpochISR {
 				rp.ISR = append(rp.ISR, m.BrokerID)
 			}
@@ -77,11 +86,16 @@ var tp0 = log.TopicPartition{Topic: "t", Partition: 0}
 // image is topic t, one partition on brokers 1-3 led by 1, with
 // min.insync.replicas=2.
 func image(t *testing.T) *metadata.Image {
+	return imageOf(t, []int32{1, 2, 3}, metadata.LeaderRecovered)
+}
+
+// imageOf is image with the partition's ISR and leader recovery state.
+func imageOf(t *testing.T, isr []int32, lrs int8) *metadata.Image {
 	t.Helper()
 	two := "2"
 	recs := []metadata.Record{
 		metadata.TopicRecord{Name: "t", ID: metadata.UUID{1}},
-		metadata.PartitionRecord{TopicID: metadata.UUID{1}, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1},
+		metadata.PartitionRecord{TopicID: metadata.UUID{1}, Replicas: []int32{1, 2, 3}, ISR: isr, Leader: 1, LeaderRecoveryState: lrs},
 		metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t", Name: "min.insync.replicas", Value: &two},
 	}
 	for id := int32(1); id <= 3; id++ {
@@ -111,6 +125,12 @@ func batch(t *testing.T, n int) []byte {
 // test moves.
 func leaderSetup(t *testing.T) (*Manager, *partition.Partition, *fakeController, *atomic.Int64) {
 	t.Helper()
+	return leaderSetupOf(t, image(t), &fakeController{})
+}
+
+// leaderSetupOf is leaderSetup from img with ctl as the controller.
+func leaderSetupOf(t *testing.T, img *metadata.Image, ctl *fakeController) (*Manager, *partition.Partition, *fakeController, *atomic.Int64) {
+	t.Helper()
 	lm, err := log.Open(t.TempDir(), log.Options{RetentionCheckInterval: -1, CleanerBackoff: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +142,50 @@ func leaderSetup(t *testing.T) (*Manager, *partition.Partition, *fakeController,
 	}
 	var clock atomic.Int64
 	clock.Store(time.Unix(1000, 0).UnixNano())
-	ctl := &fakeController{}
 	m := New(Config{NodeID: 1, LagTimeMax: 100 * time.Millisecond, MinInsyncReplicas: 1, FetchBackoff: 10 * time.Millisecond,
 		NumFetchers: 1, SocketTimeout: time.Second, Now: func() time.Time { return time.Unix(0, clock.Load()) }}, parts, ctl)
 	t.Cleanup(m.Close)
-	m.Apply(image(t))
+	m.Apply(img)
 	return m, parts.Get(tp0), ctl, &clock
+}
+
+// TestUncleanLeaderRecovers is a leader elected uncleanly (KIP-704): the
+// image says RECOVERING with an ISR of the leader alone; as Kafka's
+// Partition, the leader counts the partition recovered and its
+// expansion, when a follower catches up, says RECOVERED. An answer with
+// an unknown leader recovery state is an error retried, as Kafka's
+// DefaultAlterPartitionManager has it (UNKNOWN_SERVER_ERROR).
+func TestUncleanLeaderRecovers(t *testing.T) {
+	ctl := &fakeController{answerLRS: []int8{7}}
+	m, p, _, _ := leaderSetupOf(t, imageOf(t, []int32{1}, metadata.LeaderRecovering), ctl)
+	if err := m.CheckAppend(tp0, -1); !errors.Is(err, replica.ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with the unclean leader alone in the ISR: %v", err)
+	}
+	if _, err := p.Append(batch(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	m.Appended(tp0)
+	if _, err := m.FollowerFetch(tp0, 2, 20, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	bound := time.Now().Add(10 * time.Second)
+	for m.CheckAppend(tp0, -1) != nil {
+		if time.Now().After(bound) {
+			t.Fatal("ISR not expanded after the follower caught up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if len(ctl.reqs) != 2 {
+		t.Fatalf("%d AlterPartition requests, want the expansion and its retry", len(ctl.reqs))
+	}
+	for i, r := range ctl.reqs {
+		rp := r.Topics[0].Partitions[0]
+		if rp.LeaderRecoveryState != metadata.LeaderRecovered || len(rp.NewEpochISR) != 2 {
+			t.Fatalf("AlterPartition %d: leader recovery state %d, ISR %+v; want RECOVERED with brokers 1 and 2", i, rp.LeaderRecoveryState, rp.NewEpochISR)
+		}
+	}
 }
 
 // TestLeaderAcksAllAndISR drives a leader as its followers' fetches and

@@ -128,18 +128,11 @@ func (a *ackLog) snapshot() []string {
 // left, so the ISR cannot shrink) acks=all is never acknowledged; and
 // every acknowledged record is read back exactly once, in order.
 func TestClusterReplicationFailover(t *testing.T) {
-	c := startTestCluster(t, "replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200",
-		"replica.fetch.backoff.ms=100")
+	c := startTestCluster(t, fastReplication...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const topic = "durable"
-	if _, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil {
-		t.Fatalf("CreateTopic RF=3: %v", err)
-	}
-	waitFor(t, 20*time.Second, "three replicas in the ISR", func() bool {
-		l, isr := c.partitionOn(1, topic)
-		return l >= 0 && len(isr) == 3
-	})
+	c.createReplicated(ctx, topic, 2)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second),
@@ -151,14 +144,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	}
 	defer prod.Close()
 	acks := &ackLog{errs: map[string]int{}, offsets: map[string]int64{}}
-	pctx, stopProducing := context.WithCancel(ctx)
-	var produced sync.WaitGroup
-	produced.Go(func() {
-		for i := 0; pctx.Err() == nil; i++ {
-			prod.Produce(pctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
+	finish := produceNumbers(ctx, prod, acks, 2*time.Millisecond)
 	waitFor(t, 20*time.Second, "acknowledgements before the kill", func() bool { return len(acks.snapshot()) >= 200 })
 
 	leader, _ := c.partitionOn(1, topic)
@@ -286,13 +272,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	}
 
 	// Stop the producer with everything it sent answered.
-	stopProducing()
-	produced.Wait()
-	fctx, fcancel := context.WithTimeout(ctx, 40*time.Second)
-	if err := prod.Flush(fctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	fcancel()
+	finish(t, 40*time.Second)
 	acked := acks.snapshot()
 	t.Logf("%d records acknowledged; failures: %v", len(acked), acks.errs)
 
@@ -333,6 +313,65 @@ func TestClusterReplicationFailover(t *testing.T) {
 		len(got), len(acked)-deleted, deleted)
 }
 
+// fastReplication are the replication timings of the failover tests: a
+// follower out of the ISR after 4 s, fetches answered within 200 ms.
+var fastReplication = []string{"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "replica.fetch.backoff.ms=100"}
+
+// createReplicated creates topic with one partition, three replicas and
+// min.insync.replicas minISR, and waits for its ISR of three.
+func (c *testCluster) createReplicated(ctx context.Context, topic string, minISR int) {
+	c.t.Helper()
+	cfg := map[string]*string{"min.insync.replicas": kmsg.StringPtr(strconv.Itoa(minISR))}
+	if _, err := c.adm.CreateTopic(ctx, 1, 3, cfg, topic); err != nil {
+		c.t.Fatalf("CreateTopic %s RF=3: %v", topic, err)
+	}
+	waitFor(c.t, 30*time.Second, "three replicas in the ISR", func() bool {
+		l, isr := c.partitionOn(1, topic)
+		return l >= 0 && len(isr) == 3
+	})
+}
+
+// produceNumbers produces 0, 1, 2, ... with prod every pause until ctx
+// ends or finish is called, recording the outcomes in acks. finish stops
+// and flushes, failing the test if some record is unanswered after bound.
+func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause time.Duration) (finish func(t *testing.T, bound time.Duration)) {
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; pctx.Err() == nil; i++ {
+			prod.Produce(pctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
+			time.Sleep(pause)
+		}
+	})
+	return func(t *testing.T, bound time.Duration) {
+		t.Helper()
+		stop()
+		wg.Wait()
+		fctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		if err := prod.Flush(fctx); err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
+}
+
+// latestOffset is partition 0 of topic's high watermark (ListOffsets
+// latest) as r answers, -1 on failure.
+func latestOffset(ctx context.Context, r kmsg.Requestor, topic string) int64 {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		return -1
+	}
+	return resp.Topics[0].Partitions[0].Offset
+}
+
 // produceOnce sends one acks=all record to topic with a fresh client and
 // returns its outcome within about bound.
 func produceOnce(t *testing.T, c *testCluster, topic string, bound time.Duration) error {
@@ -365,19 +404,9 @@ func readAll(t *testing.T, addr, topic string) []string {
 	defer cancel()
 	var hw int64 = -1
 	for hw < 0 && ctx.Err() == nil {
-		req := kmsg.NewPtrListOffsetsRequest()
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Timestamp = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].Partitions[0].ErrorCode == 0 {
-			hw = resp.Topics[0].Partitions[0].Offset
-			break
+		if hw = latestOffset(ctx, cl, topic); hw < 0 {
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	var out []string
 	next := int64(0)
