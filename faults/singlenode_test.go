@@ -37,12 +37,6 @@ var (
 	flagJava     = flag.Bool("faults.java", true, "run Java clients (the matrix's Java driver) when java and mvn are installed")
 )
 
-// txnAbortIntervalKey is how often both targets look for timed-out
-// transactions to abort: often enough that the workload's short-timeout
-// producer sees its stalled transactions aborted by the coordinator
-// (faults/txn.go).
-const txnAbortIntervalKey, txnAbortInterval = "transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"
-
 // faultTime is how long faults rotate: the soak when one is asked for.
 func faultTime() time.Duration {
 	if *flagSoak > 0 {
@@ -70,6 +64,9 @@ type run struct {
 	rf int16
 	// schedule, when set, adjusts the schedule before it runs.
 	schedule func(*Schedule)
+	// faultTime, when set, bounds the schedule instead of faultTime():
+	// a schedule of Rounds ends when they are done.
+	faultTime time.Duration
 	// observe, when set, starts watching the target with the history's
 	// clock while the workload runs; the function it returns stops it.
 	observe func(ctx context.Context, clock func() int64) (stop func())
@@ -242,7 +239,11 @@ func createLog(path string) (*lockedWriter, func() error, error) {
 // reports whether the artifacts must be kept.
 func (r *run) run(ctx context.Context) (keep bool) {
 	t := r.t
-	t.Logf("seed %d (replay: -faults.seed=%d); faults for %v; artifacts in %s", r.seed, r.seed, faultTime(), r.dir)
+	ft := faultTime()
+	if r.faultTime > 0 {
+		ft = r.faultTime
+	}
+	t.Logf("seed %d (replay: -faults.seed=%d); faults for up to %v; artifacts in %s", r.seed, r.seed, ft, r.dir)
 	const topic, partitions = "faults", 3
 	adm, err := kgo.NewClient(kgo.SeedBrokers(r.addrs...))
 	if err != nil {
@@ -310,7 +311,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 	if r.schedule != nil {
 		r.schedule(sched)
 	}
-	schedCtx, stopSched := context.WithTimeout(ctx, faultTime())
+	schedCtx, stopSched := context.WithTimeout(ctx, ft)
 	defer stopSched()
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
@@ -352,7 +353,7 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		t.Fatal(err)
 	}
 	// The porcupine search grows with the history; a soak gets longer.
-	rep, err := lin.Check(h, lin.Options{Timeout: max(30*time.Second, faultTime()/2)})
+	rep, err := lin.Check(h, lin.Options{Timeout: max(30*time.Second, ft/2)})
 	if err != nil {
 		t.Fatal(err)
 	}

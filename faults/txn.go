@@ -46,6 +46,11 @@ const (
 // The transactional producer numbered i is recorded as client
 // txnClientPrefix+i and runs with transactional.id
 // transactionalIDPrefix+i.
+// txnAbortIntervalKey is how often every target looks for timed-out
+// transactions to abort: often enough that the workload's short-timeout
+// producer sees its stalled transactions aborted by the coordinator.
+const txnAbortIntervalKey, txnAbortInterval = "transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"
+
 const (
 	txnClientPrefix       = "txn-producer-"
 	transactionalIDPrefix = "faults-txn-"

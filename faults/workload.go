@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // Workload is a set of idempotent producers and consumers of several
 // client libraries on one topic, recording every operation in one history.
 type Workload struct {
-	// Bootstrap is the address clients start from (a proxy).
+	// Bootstrap is the address clients start from (a proxy), or a comma
+	// list of them, as bootstrap.servers.
 	Bootstrap  string
 	Topic      string
 	Partitions int32
@@ -96,7 +98,7 @@ func (w *Workload) Stats() Stats {
 
 func (w *Workload) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	return append([]kgo.Opt{
-		kgo.SeedBrokers(w.Bootstrap),
+		kgo.SeedBrokers(strings.Split(w.Bootstrap, ",")...),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.DialTimeout(2 * time.Second),
