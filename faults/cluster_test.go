@@ -115,7 +115,7 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (ClusterResult
 	faults := ClusterFaults(ct, clusterWatch, s)
 	var mon *Monitor
 	r := &run{t: t, seed: s, dir: dir, addrs: ct.C.Seeds(), logPaths: ct.LogPaths, dataDirs: ct.DataDirs,
-		faults: faults, rf: 3, java: javaOpener(t, ctx), name: ct.Name, kafkaDefects: kafka, faultTime: clusterTime - 5*time.Minute,
+		faults: faults, rf: 3, java: javaOpener(t, ctx), name: ct.Name, kafkaDefects: kafka, faultTime: clusterTime - 5*time.Minute, progress: true,
 		schedule: func(sc *Schedule) {
 			sc.Cover, sc.Rounds = true, len(faults)+*flagClusterRounds
 			sc.MaxConcurrent = 1

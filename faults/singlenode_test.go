@@ -2,10 +2,12 @@ package faults
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,6 +66,9 @@ type run struct {
 	rf int16
 	// schedule, when set, adjusts the schedule before it runs.
 	schedule func(*Schedule)
+	// progress copies the schedule's log to the test log as it goes, for
+	// runs long enough that someone watches them.
+	progress bool
 	// faultTime, when set, bounds the schedule instead of faultTime():
 	// a schedule of Rounds ends when they are done.
 	faultTime time.Duration
@@ -310,6 +315,9 @@ func (r *run) run(ctx context.Context) (keep bool) {
 		Log: faultLog, Clock: rec.Now}
 	if r.schedule != nil {
 		r.schedule(sched)
+	}
+	if r.progress {
+		sched.Log = io.MultiWriter(faultLog, &testLog{t: t})
 	}
 	schedCtx, stopSched := context.WithTimeout(ctx, ft)
 	defer stopSched()
@@ -591,4 +599,25 @@ func logNames(paths []string) string {
 		return filepath.Base(paths[0])
 	}
 	return strings.Join(paths, ", ")
+}
+
+// testLog writes each complete line it is given to a test's log.
+type testLog struct {
+	t       *testing.T
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.t.Log(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
 }
