@@ -33,8 +33,9 @@ type rackConsumer struct {
 	start func(t *testing.T, seeds []string, topic, rack string, got func(string)) (stop func())
 }
 
-// rackConsumers are the clients the rack test drives; the cgo build adds
-// confluent-kafka-go (rack_fetch_confluent_e2e_test.go).
+// rackConsumers are the clients the rack test drives; the Java client is
+// added by rack_fetch_java_e2e_test.go and, in a cgo build,
+// confluent-kafka-go by rack_fetch_confluent_e2e_test.go.
 var rackConsumers = []rackConsumer{{name: "franz-go", start: startFranzRackConsumer}}
 
 // startFranzRackConsumer reads with kgo.Rack. franz-go leaves a follower
@@ -223,8 +224,9 @@ func (c *testCluster) rawFetch(id int, topic string, offset int64, rack string, 
 
 // TestClusterFetchFromFollower checks KIP-392 on three processes in racks
 // rack-a, rack-b and rack-c with Kafka's RackAwareReplicaSelector: Metadata
-// and DescribeCluster name each broker's rack; each client (franz-go, and
-// confluent-kafka-go in a cgo build) consumes an RF=3 topic led by node 1
+// and DescribeCluster name each broker's rack; each client (franz-go,
+// confluent-kafka-go in a cgo build, and the Java client through the
+// matrix's driver) consumes an RF=3 topic led by node 1
 // as a consumer in rack-c, and node 3, the follower in that rack, serves
 // every record while the leader and node 2 serve none (their per-topic
 // consumer fetch bytes stay zero); the leader answers a rack-c Fetch with
