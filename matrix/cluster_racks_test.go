@@ -355,6 +355,24 @@ func stepRackFetch(ctx context.Context, t *testing.T, r *clusterRun) (any, error
 		}
 		out = append(out, a)
 	}
+	// ListOffsets latest on the follower, as a consumer and as the
+	// debugging replica id.
+	for _, replica := range []int32{-1, -2} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = replica
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "racked"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := r.c.Request(ctx, 2, req)
+		if err != nil {
+			return nil, err
+		}
+		p := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		out = append(out, fmt.Sprintf("list-offsets node 2 replica %d: %s offset=%d", replica, codeName(p.ErrorCode), p.Offset))
+	}
 	return out, nil
 }
 

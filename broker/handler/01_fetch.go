@@ -270,11 +270,7 @@ func (fp *fetchPart) resolve(env *Env, useIDs, anyReplica bool) {
 		fp.topic = name
 	}
 	fp.p = env.Partitions.Get(log.TopicPartition{Topic: fp.topic, Partition: k.partition})
-	code := env.notLeaderCode(fp.topic, k.partition, fp.p)
-	if code == kerr.NotLeaderForPartition.Code && anyReplica && fp.p != nil {
-		code = 0 // a follower serves up to its high watermark
-	}
-	if code != 0 {
+	if code := env.replicaCode(fp.topic, k.partition, fp.p, anyReplica); code != 0 {
 		fp.p, fp.code = nil, code
 		return
 	}

@@ -3,7 +3,6 @@ package handler
 import (
 	"fmt"
 
-	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/replication"
 )
 
@@ -81,35 +80,4 @@ func better(a, b *ReplicaView) bool {
 		return a.SinceCaughtUp < b.SinceCaughtUp
 	}
 	return a.ID < b.ID
-}
-
-// preferredReadReplica is Kafka's ReplicaManager.findPreferredReadReplica
-// for a consumer fetch of tp at fetchOffset with the request's rack id: -1
-// unless a selector is configured, this node leads tp and the selector
-// picks a live follower other than itself. Only replicas on a live
-// (registered, unfenced) broker with a client endpoint can be chosen, as
-// Kafka leaves out replicas without an endpoint on the request's listener.
-func (env *Env) preferredReadReplica(tp log.TopicPartition, fetchOffset int64, clientRack string) int32 {
-	if env.ReplicaSelector == nil || env.Replication == nil || env.Cluster == nil {
-		return -1
-	}
-	leader, followers, ok := env.Replication.ReadReplicas(tp, fetchOffset)
-	if !ok {
-		return -1
-	}
-	racks := map[int32]string{}
-	for _, b := range env.Cluster.LiveBrokers() {
-		racks[b.ID] = b.Rack
-	}
-	lv := ReplicaView{ReadReplica: leader, Rack: racks[leader.ID]}
-	views := []ReplicaView{lv}
-	for _, f := range followers {
-		if rack, live := racks[f.ID]; live {
-			views = append(views, ReplicaView{ReadReplica: f, Rack: rack})
-		}
-	}
-	if sel := env.ReplicaSelector.Select(clientRack, lv, views); sel.ID != leader.ID {
-		return sel.ID
-	}
-	return -1
 }

@@ -222,6 +222,28 @@ func (c *testCluster) rawFetch(id int, topic string, offset int64, rack string, 
 	return resp.Topics[0].Partitions[0]
 }
 
+// listLatest asks node id for topic partition 0's latest offset as
+// replica id, and returns the partition's error code and offset.
+func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, int64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = replica
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl.Broker(id))
+	if err != nil {
+		c.t.Fatalf("ListOffsets on node %d: %v", id, err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.ErrorCode, p.Offset
+}
+
 // TestClusterFetchFromFollower checks KIP-392 on three processes in racks
 // rack-a, rack-b and rack-c with Kafka's RackAwareReplicaSelector: Metadata
 // and DescribeCluster name each broker's rack; each client (franz-go,
@@ -233,7 +255,8 @@ func (c *testCluster) rawFetch(id int, topic string, offset int64, rack string, 
 // PreferredReadReplica 3 and no records, and others without one. A
 // follower serves a consumer up to its high watermark: empty at it,
 // OFFSET_OUT_OF_RANGE past its log end, NOT_LEADER_OR_FOLLOWER to a Fetch
-// older than v11. When node 3 is SIGKILLed the consumers fall back to the
+// older than v11; ListOffsets is the leader's, except with the debugging
+// replica id -2. When node 3 is SIGKILLed the consumers fall back to the
 // leader and still read every record exactly once, and once node 3 is out
 // of the ISR the leader stops naming it.
 func TestClusterFetchFromFollower(t *testing.T) {
@@ -342,6 +365,18 @@ func TestClusterFetchFromFollower(t *testing.T) {
 	}
 	if p := c.rawFetch(2, topic, 0, "", 10); p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Errorf("follower 2, Fetch v10: code %d, want NOT_LEADER_OR_FOLLOWER", p.ErrorCode)
+	}
+
+	// ListOffsets stays with the leader, except for the debugging
+	// replica id, which a follower answers from its log end.
+	for _, tc := range []struct {
+		replica int32
+		code    int16
+	}{{-1, kerr.NotLeaderForPartition.Code}, {-2, 0}} {
+		if code, off := c.listLatest(2, topic, tc.replica); code != tc.code || code == 0 && off != n {
+			t.Errorf("follower 2, ListOffsets latest as replica %d: code %d offset %d, want code %d offset %d",
+				tc.replica, code, off, tc.code, n)
+		}
 	}
 
 	// The rack's follower dies while the consumers read on.
