@@ -222,12 +222,9 @@ func (c *testCluster) rawFetch(id int, topic string, offset int64, rack string, 
 	return resp.Topics[0].Partitions[0]
 }
 
-// listLatest asks node id for topic partition 0's latest offset as
-// replica id, and returns the partition's error code and offset.
-func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, int64) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// latestOffsetRequest is a ListOffsets of topic partition 0's latest
+// offset as replica id.
+func latestOffsetRequest(topic string, replica int32) *kmsg.ListOffsetsRequest {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = replica
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -236,7 +233,16 @@ func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, in
 	rp.Timestamp = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.cl.Broker(id))
+	return req
+}
+
+// listLatest asks node id for topic partition 0's latest offset as
+// replica id, and returns the partition's error code and offset.
+func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, int64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := latestOffsetRequest(topic, replica).RequestWith(ctx, c.cl.Broker(id))
 	if err != nil {
 		c.t.Fatalf("ListOffsets on node %d: %v", id, err)
 	}

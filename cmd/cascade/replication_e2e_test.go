@@ -365,14 +365,7 @@ func readAll(t *testing.T, addr, topic string) []string {
 	defer cancel()
 	var hw int64 = -1
 	for hw < 0 && ctx.Err() == nil {
-		req := kmsg.NewPtrListOffsetsRequest()
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Timestamp = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := latestOffsetRequest(topic, -1).RequestWith(ctx, cl)
 		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].Partitions[0].ErrorCode == 0 {
 			hw = resp.Topics[0].Partitions[0].Offset
 			break
