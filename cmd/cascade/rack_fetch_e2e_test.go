@@ -236,6 +236,21 @@ func latestOffsetRequest(topic string, replica int32) *kmsg.ListOffsetsRequest {
 	return req
 }
 
+// startRackCluster starts three nodes in racks rack-a, rack-b and rack-c
+// with the rack-aware replica selector and extra lines, each with an admin
+// listener, whose addresses it returns by node.
+func startRackCluster(t *testing.T, extra ...string) (*testCluster, []string) {
+	t.Helper()
+	admins := make([]string, 3)
+	for i := range admins {
+		admins[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
+	c := startTestClusterEach(t, func(id int) []string {
+		return []string{"broker.rack=" + rackOf(id), "cascade.admin.listener=" + admins[id-1]}
+	}, append([]string{"replica.selector.class=" + rackSelector}, extra...)...)
+	return c, admins
+}
+
 // listLatest asks node id for topic partition 0's latest offset as
 // replica id, and returns the partition's error code and offset.
 func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, int64) {
@@ -266,14 +281,8 @@ func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, in
 // leader and still read every record exactly once, and once node 3 is out
 // of the ISR the leader stops naming it.
 func TestClusterFetchFromFollower(t *testing.T) {
-	admins := make([]string, 3)
-	for i := range admins {
-		admins[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	}
-	c := startTestClusterEach(t, func(id int) []string {
-		return []string{"broker.rack=" + rackOf(id), "cascade.admin.listener=" + admins[id-1]}
-	}, "replica.selector.class="+rackSelector, "replica.lag.time.max.ms=5000",
-		"replica.fetch.wait.max.ms=200", "replica.fetch.backoff.ms=100")
+	c, admins := startRackCluster(t, "replica.lag.time.max.ms=5000", "replica.fetch.wait.max.ms=200",
+		"replica.fetch.backoff.ms=100")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -16,13 +16,7 @@ import (
 // committed record once and none of an aborted transaction, and node 1,
 // the leader, serves it no records.
 func TestClusterReadCommittedFromFollower(t *testing.T) {
-	admins := make([]string, 3)
-	for i := range admins {
-		admins[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	}
-	c := startTestClusterEach(t, func(id int) []string {
-		return []string{"broker.rack=" + rackOf(id), "cascade.admin.listener=" + admins[id-1]}
-	}, "replica.selector.class="+rackSelector, "replica.fetch.wait.max.ms=200")
+	c, admins := startRackCluster(t, "replica.fetch.wait.max.ms=200")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic = "rack-txn"
