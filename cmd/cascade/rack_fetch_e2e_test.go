@@ -281,7 +281,9 @@ func (c *testCluster) listLatest(id int, topic string, replica int32) (int16, in
 // leader and still read every record exactly once, and once node 3 is out
 // of the ISR the leader stops naming it.
 func TestClusterFetchFromFollower(t *testing.T) {
-	c, admins := startRackCluster(t, "replica.lag.time.max.ms=5000", "replica.fetch.wait.max.ms=200",
+	// A long replica lag keeps node 3 in the ISR on a loaded machine, so
+	// the leader keeps naming it; killed, it leaves the ISR when fenced.
+	c, admins := startRackCluster(t, "replica.lag.time.max.ms=15000", "replica.fetch.wait.max.ms=200",
 		"replica.fetch.backoff.ms=100")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
