@@ -11,7 +11,11 @@ import (
 )
 
 func init() {
-	rackConsumers = append(rackConsumers, rackConsumer{name: "java", start: startDriverRackConsumer(java.Open)})
+	rackConsumers = append(rackConsumers, rackConsumer{name: "java", start: startDriverRackConsumer(java.Open),
+		ensure: func(ctx context.Context) error {
+			_, err := java.Ensure(ctx)
+			return err
+		}})
 }
 
 // startDriverRackConsumer reads through a matrix driver (the Java client's
