@@ -195,6 +195,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.cluster != nil {
 		env.Cluster = b.cluster
 		env.Replication = b.repl
+		sel, err := handler.NewReplicaSelector(bc.Cluster.Replication.SelectorClass)
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		env.ReplicaSelector = sel
 		dispatcher = &clusterDispatcher{n: b.cluster, env: env}
 	}
 	b.txn = handler.NewTxnCoordinator(env, handler.TxnCoordinatorConfig{

@@ -59,6 +59,7 @@ var clusterKeys = map[string]bool{
 	"broker.heartbeat.interval.ms":           true,
 	"broker.session.timeout.ms":              true,
 	"broker.rack":                            true,
+	"replica.selector.class":                 true, // the leader names a consumer's follower (KIP-392)
 	"controller.quorum.election.timeout.ms":  true,
 	"controller.quorum.fetch.timeout.ms":     true,
 	"controller.quorum.request.timeout.ms":   true,

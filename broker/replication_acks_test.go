@@ -38,6 +38,9 @@ func (f *fakeReplication) AwaitAcks(_ context.Context, _ log.TopicPartition, req
 	f.waited = append(f.waited, required)
 	return f.ackErr
 }
+func (f *fakeReplication) ReadReplicas(log.TopicPartition, int64) (replication.ReadReplica, []replication.ReadReplica, bool) {
+	return replication.ReadReplica{}, nil, false
+}
 
 // TestProduceAcksAllCodes checks the Produce handler's acks=all path over
 // a replicated partition: NOT_ENOUGH_REPLICAS refuses before the append,

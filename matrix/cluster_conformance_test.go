@@ -137,27 +137,7 @@ func TestClusterConformance(t *testing.T) {
 			r := &clusterRun{target: target.name, c: c, active: target.active}
 			answers[target.name] = map[string]string{}
 			for _, s := range steps {
-				t.Run(s.name, func(t *testing.T) {
-					sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-					defer cancel()
-					a, err := s.run(sctx, t, r)
-					if err != nil {
-						if target.name == "apache-kafka" {
-							t.Fatalf("fails on Apache Kafka (the step is wrong): %v", err)
-						}
-						t.Fatal(err)
-					}
-					js, err := json.MarshalIndent(a, "", "  ")
-					if err != nil {
-						t.Fatal(err)
-					}
-					answers[target.name][s.name] = string(js)
-					oracle, have := answers["apache-kafka"][s.name]
-					if target.name == "apache-kafka" || !have {
-						return
-					}
-					judge(t, s.name, oracle, string(js))
-				})
+				t.Run(s.name, func(t *testing.T) { runStep(ctx, t, r, s, answers) })
 			}
 		})
 		if !ok && target.name == "apache-kafka" && len(answers["apache-kafka"]) == 0 {
@@ -169,6 +149,32 @@ func TestClusterConformance(t *testing.T) {
 			t.Logf("%s:\nApache Kafka: %s\nCascade: %s", s.name, answers["apache-kafka"][s.name], answers["cascade"][s.name])
 		}
 	}
+}
+
+// runStep runs step s on r's cluster, keeps its answer as JSON in
+// answers[r.target], and judges it against Apache Kafka's answer when there
+// is one.
+func runStep(ctx context.Context, t *testing.T, r *clusterRun, s conformanceStep, answers map[string]map[string]string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	a, err := s.run(sctx, t, r)
+	if err != nil {
+		if r.target == "apache-kafka" {
+			t.Fatalf("fails on Apache Kafka (the step is wrong): %v", err)
+		}
+		t.Fatal(err)
+	}
+	js, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers[r.target][s.name] = string(js)
+	oracle, have := answers["apache-kafka"][s.name]
+	if r.target == "apache-kafka" || !have {
+		return
+	}
+	judge(t, s.name, oracle, string(js))
 }
 
 // knownDifference is a difference from Apache Kafka that Cascade has now:

@@ -298,6 +298,9 @@ type Broker struct {
 	MaxConnectionCreationRate    int32
 	// FetchMaxBytes is fetch.max.bytes.
 	FetchMaxBytes int32
+	// MaxRequestPartitionSizeLimit is max.request.partition.size.limit,
+	// the cap on the partitions of a DescribeTopicPartitions response.
+	MaxRequestPartitionSizeLimit int32
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots.
 	FetchSessionCacheSlots int32
 	// FetchSessionMaxBytes and FetchSessionCacheMaxBytes are

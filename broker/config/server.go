@@ -55,6 +55,8 @@ var serverDefs = []*Def{
 	// Fetch (ServerConfigs).
 	{Name: "fetch.max.bytes", Type: TypeInt, Default: "57671680", HasDefault: true, Validate: atLeast(1024),
 		Doc: "The most record bytes one Fetch response carries, whatever the request's max_bytes."},
+	{Name: "max.request.partition.size.limit", Type: TypeInt, Default: "2000", HasDefault: true, Validate: atLeast(1),
+		Doc: "The most partitions one DescribeTopicPartitions response lists, whatever the request's limit."},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: "1000", HasDefault: true,
 		Validate: atLeast(0), Doc: "The most incremental fetch sessions (KIP-227) kept at once; 0 disables them."},
 	{Name: "cascade.incremental.fetch.session.max.bytes", Type: TypeLong, Default: "8388608", HasDefault: true,
@@ -156,6 +158,7 @@ func (b *Broker) fillServer() error {
 		return errors.New("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set")
 	}
 	b.FetchMaxBytes = b.value("fetch.max.bytes").(int32)
+	b.MaxRequestPartitionSizeLimit = b.value("max.request.partition.size.limit").(int32)
 	b.FetchSessionCacheSlots = b.value("max.incremental.fetch.session.cache.slots").(int32)
 	b.FetchSessionMaxBytes = b.value("cascade.incremental.fetch.session.max.bytes").(int64)
 	b.FetchSessionCacheMaxBytes = b.value("cascade.incremental.fetch.session.cache.max.bytes").(int64)

@@ -20,7 +20,11 @@ import (
 //   - v5: LogStartOffset (KIP-107)
 //   - v7: fetch sessions (KIP-227), see fetch_session.go
 //   - v9: CurrentLeaderEpoch, FENCED/UNKNOWN_LEADER_EPOCH (KIP-320)
-//   - v11: Rack, PreferredReadReplica (KIP-392; always -1 here)
+//   - v11: Rack, PreferredReadReplica (KIP-392): a consumer may read from
+//     a follower, up to the follower's high watermark; a leader with a
+//     replica.selector.class names the follower a consumer should read
+//     from (replica_selector.go) and then answers that partition without
+//     records, as Kafka's ReplicaManager.readFromLog
 //   - v12: flexible; LastFetchedEpoch and DivergingEpoch (KIP-595)
 //   - v13: topic ids instead of names (KIP-516), UNKNOWN_TOPIC_ID
 //   - v15: ReplicaState replaces ReplicaID (KIP-903)
@@ -61,6 +65,9 @@ type fetchPart struct {
 	res       partition.ReadResult
 	aborted   []log.AbortedTxn
 	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
+	// preferred is the replica the leader sends the consumer to (KIP-392),
+	// -1 for none; a partition with one is answered at once and unread.
+	preferred int32
 }
 
 func (fp *fetchPart) release() {
@@ -145,18 +152,22 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	if r.IsolationLevel == 1 {
 		iso = partition.ReadCommitted
 	}
-	replicaID := r.ReplicaID
-	if r.Version >= 15 {
-		replicaID = r.ReplicaState.ID
-	}
+	replicaID := fetchReplicaID(r)
 	if replicaID >= 0 {
 		// A follower reads to the log end offset (Kafka's
 		// FetchIsolation.LOG_END); Cascade has none on a single node,
 		// but a replica fetch must not see less than it asked for.
 		iso = partition.ReadLogEnd
 	}
+	// As KafkaApis: from v11 a consumer's fetch carries client metadata
+	// (its rack), which lets a follower serve it and the leader name a
+	// preferred read replica (FetchParams.fetchOnlyLeader).
+	consumer := replicaID < 0 && r.Version >= 11
 	for _, fp := range parts {
-		fp.resolve(env, useIDs)
+		fp.resolve(env, useIDs, consumer)
+		if consumer && fp.code == 0 {
+			fp.preferReplica(env, r.Rack)
+		}
 	}
 
 	// As KafkaApis.handleFetchRequest: the response's limit is the
@@ -233,10 +244,23 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	return buildIncrementalFetch(env, req, resp, parts, fctx.session)
 }
 
-// resolve finds the partition and checks the request's leader epoch.
-func (fp *fetchPart) resolve(env *Env, useIDs bool) {
+// fetchReplicaID is the fetching follower's broker id, negative for a
+// consumer: ReplicaState from v15, ReplicaID before.
+func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+	if r.Version >= 15 {
+		return r.ReplicaState.ID
+	}
+	return r.ReplicaID
+}
+
+// resolve finds the partition and checks the request's leader epoch. A
+// consumer's fetch with client metadata (v11+) may be served by any replica
+// of the partition, a follower's and an older consumer's only by the
+// leader, as Kafka's Partition.localLogWithEpochOrThrow.
+func (fp *fetchPart) resolve(env *Env, useIDs, anyReplica bool) {
 	k := fp.cp.key
 	fp.topic = k.topic
+	fp.preferred = -1
 	if useIDs {
 		name, ok := env.Partitions.TopicName(k.id)
 		if !ok {
@@ -246,11 +270,26 @@ func (fp *fetchPart) resolve(env *Env, useIDs bool) {
 		fp.topic = name
 	}
 	fp.p = env.Partitions.Get(log.TopicPartition{Topic: fp.topic, Partition: k.partition})
-	if code := env.notLeaderCode(fp.topic, k.partition, fp.p); code != 0 {
+	if code := env.replicaCode(fp.topic, k.partition, fp.p, anyReplica); code != 0 {
 		fp.p, fp.code = nil, code
 		return
 	}
 	fp.code = checkLeaderEpoch(fp.cp.currentLeaderEpoch, fp.p.LeaderEpoch())
+}
+
+// preferReplica asks the replica selector, on the leader, which replica the
+// consumer in clientRack should read from; when it names a follower the
+// partition is answered with it, the leader's offsets and no records, as
+// Kafka's ReplicaManager.readFromLog skips the read.
+func (fp *fetchPart) preferReplica(env *Env, clientRack string) {
+	tp := log.TopicPartition{Topic: fp.topic, Partition: fp.cp.key.partition}
+	id := env.preferredReadReplica(tp, fp.cp.fetchOffset, clientRack)
+	if id < 0 {
+		return
+	}
+	fp.preferred = id
+	fp.res = partition.ReadResult{HighWatermark: fp.p.HighWatermark(), LastStableOffset: fp.p.LastStableOffset()}
+	fp.res.LogStartOffset = fp.p.LogStartOffset()
 }
 
 // checkLeaderEpoch is Kafka's Partition.checkCurrentLeaderEpoch (KIP-320):
@@ -274,6 +313,10 @@ func readParts(parts []*fetchPart, maxBytes int, iso partition.Isolation) (int, 
 	total := 0
 	stop := false
 	for _, fp := range parts {
+		if fp.preferred >= 0 {
+			stop = true // as a fetch with a preferred read replica is answered at once
+			continue
+		}
 		fp.aborted, fp.diverging = nil, nil
 		if fp.p == nil || (fp.code != 0 && fp.code != kerr.OffsetOutOfRange.Code) {
 			stop = stop || fp.code != 0
@@ -332,6 +375,7 @@ func (fp *fetchPart) partitionResponse(iso bool) kmsg.FetchResponseTopicPartitio
 		if fp.diverging != nil {
 			pr.DivergingEpoch = *fp.diverging
 		}
+		pr.PreferredReadReplica = fp.preferred
 	}
 	return pr
 }
@@ -360,6 +404,7 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 	var regions [][][]log.Region
 	for _, fp := range parts {
 		env.Metrics.Error(req.Key, fp.code)
+		env.Metrics.FetchRecordBytes(fp.topic, fetchReplicaID(r) >= 0, fp.res.Size)
 		appendPart(resp, &regions, fp, iso)
 	}
 	if fctx.create && resp.ErrorCode == 0 {
@@ -402,7 +447,7 @@ func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, par
 		if fp.code != 0 {
 			hw, lso, start = -1, -1, -1
 		}
-		must := fp.code != 0 || fp.res.Size > 0 || fp.diverging != nil ||
+		must := fp.code != 0 || fp.res.Size > 0 || fp.diverging != nil || fp.preferred >= 0 ||
 			hw != cp.hw || lso != cp.lso || start != cp.startOffset
 		if !must {
 			fp.release()
@@ -413,6 +458,7 @@ func buildIncrementalFetch(env *Env, req *Request, resp *kmsg.FetchResponse, par
 			moved = append(moved, cp)
 		}
 		env.Metrics.Error(req.Key, fp.code)
+		env.Metrics.FetchRecordBytes(fp.topic, fetchReplicaID(r) >= 0, fp.res.Size)
 		appendPart(resp, &regions, fp, iso)
 	}
 	s.moveToEnd(moved...)

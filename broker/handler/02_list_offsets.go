@@ -28,7 +28,15 @@ import (
 // before the partition is looked up; a partition listed more than once is
 // answered once, INVALID_REQUEST (ReplicaManager.fetchOffset keys its
 // answers by partition).
+//
+// Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), even a
+// consumer that fetches from a follower (KIP-392), except a request with
+// the debugging replica id -2, which any replica answers from its log end,
+// as KafkaApis.handleListOffsetRequest.
 func init() { register(2, 1, 11, handleListOffsets) }
+
+// debuggingReplicaID is ListOffsetsRequest.DEBUGGING_REPLICA_ID.
+const debuggingReplicaID = -2
 
 // Special timestamps of ListOffsetsRequest.
 const (
@@ -66,7 +74,8 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 	resp.SetVersion(r.Version)
 	iso := partition.ReadHighWatermark
 	switch {
-	case r.ReplicaID >= 0:
+	case r.ReplicaID >= 0 || r.ReplicaID == debuggingReplicaID:
+		// No isolation for a follower or a debugging client.
 		iso = partition.ReadLogEnd
 	case r.IsolationLevel == 1:
 		iso = partition.ReadCommitted
@@ -101,7 +110,7 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 			case timestampUnsupported(rp.Timestamp, r.Version):
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				sp.ErrorCode = listOffset(env, r.Version, rt.Topic, rp, iso, &sp)
+				sp.ErrorCode = listOffset(env, r.Version, rt.Topic, rp, iso, r.ReplicaID == debuggingReplicaID, &sp)
 			}
 			env.Metrics.Error(req.Key, sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
@@ -113,9 +122,10 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 
 // listOffset is Partition.fetchOffsetForTimestamp: offsets beyond the last
 // fetchable offset of the isolation level are never returned.
-func listOffset(env *Env, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition, iso partition.Isolation, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+func listOffset(env *Env, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition, iso partition.Isolation,
+	anyReplica bool, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	p := env.Partitions.Get(log.TopicPartition{Topic: topic, Partition: rp.Partition})
-	if code := env.notLeaderCode(topic, rp.Partition, p); code != 0 {
+	if code := env.replicaCode(topic, rp.Partition, p, anyReplica); code != 0 {
 		return code
 	}
 	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {

@@ -48,6 +48,10 @@ type Env struct {
 	// Replication replicates the partitions with replicas on other
 	// brokers (replica_fetch.go); nil on a single node.
 	Replication Replication
+	// ReplicaSelector picks the replica a consumer with a rack reads from
+	// (replica.selector.class, KIP-392; replica_selector.go); nil: the
+	// leader serves its consumers.
+	ReplicaSelector ReplicaSelector
 	// Loggers holds the broker's named loggers and their levels, which
 	// DescribeConfigs and IncrementalAlterConfigs of a BROKER_LOGGER
 	// resource read and change (KIP-412); nil refuses that resource type.

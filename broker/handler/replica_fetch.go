@@ -30,6 +30,10 @@ type Replication interface {
 	Appended(tp log.TopicPartition)
 	// AwaitAcks waits for the high watermark to reach requiredOffset.
 	AwaitAcks(ctx context.Context, tp log.TopicPartition, requiredOffset int64, deadline time.Time) error
+	// ReadReplicas returns, when this node leads tp, itself and the
+	// in-sync followers a consumer fetching at fetchOffset may read from
+	// (KIP-392); ok is false otherwise.
+	ReadReplicas(tp log.TopicPartition, fetchOffset int64) (leader replication.ReadReplica, followers []replication.ReadReplica, ok bool)
 }
 
 func init() {

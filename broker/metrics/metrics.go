@@ -16,6 +16,7 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	bytesIn  prometheus.Counter
 	bytesOut prometheus.Counter
+	fetched  *prometheus.CounterVec
 	conns    prometheus.Gauge
 	net      *network
 }
@@ -44,13 +45,18 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "cascade_network_bytes_out_total",
 			Help: "Response bytes written to clients, frames included.",
 		}),
+		fetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cascade_fetch_record_bytes_total",
+			Help: "Record bytes this broker served in Fetch responses, by topic and by fetcher (consumer or follower), " +
+				"as Kafka's BytesOutPerSec and ReplicationBytesOutPerSec.",
+		}, []string{"topic", "fetcher"}),
 		conns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cascade_connections",
 			Help: "Open client connections.",
 		}),
 		net: newNetwork(),
 	}
-	reg.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut, m.conns)
+	reg.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut, m.fetched, m.conns)
 	reg.MustRegister(m.net.collectors()...)
 	return m
 }
@@ -93,6 +99,19 @@ func (m *Metrics) BytesOut(n int) {
 	if m != nil {
 		m.bytesOut.Add(float64(n))
 	}
+}
+
+// FetchRecordBytes counts n record bytes of topic served to a consumer, or
+// to a follower replica when follower is set.
+func (m *Metrics) FetchRecordBytes(topic string, follower bool, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	fetcher := "consumer"
+	if follower {
+		fetcher = "follower"
+	}
+	m.fetched.WithLabelValues(topic, fetcher).Add(float64(n))
 }
 
 // Connection tracks open connections; it implements wire.Observer.

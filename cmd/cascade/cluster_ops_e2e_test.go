@@ -72,6 +72,13 @@ type testCluster struct {
 // process and kills every one, printing the logs of a failed test.
 func startTestCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
+	return startTestClusterEach(t, nil, extra...)
+}
+
+// startTestClusterEach is startTestCluster with lines of node id's own
+// (each may be nil) after the extra lines all nodes share.
+func startTestClusterEach(t *testing.T, each func(id int) []string, extra ...string) *testCluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds cmd/cascade and starts three processes")
 	}
@@ -96,6 +103,9 @@ func startTestCluster(t *testing.T, extra ...string) *testCluster {
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 			"log.dirs=" + p.dir,
 		}, extra...)
+		if each != nil {
+			props = append(props, each(i+1)...)
+		}
 		if err := os.WriteFile(p.conf, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}

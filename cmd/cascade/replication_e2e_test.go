@@ -358,14 +358,7 @@ func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause t
 // latestOffset is partition 0 of topic's high watermark (ListOffsets
 // latest) as r answers, -1 on failure.
 func latestOffset(ctx context.Context, r kmsg.Requestor, topic string) int64 {
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, r)
+	resp, err := latestOffsetRequest(topic, -1).RequestWith(ctx, r)
 	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		return -1
 	}

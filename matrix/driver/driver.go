@@ -260,6 +260,9 @@ type Consume struct {
 	// Reset is auto.offset.reset for an out-of-range From: "none" (the
 	// default: the error is returned), "earliest" or "latest".
 	Reset string `json:"reset,omitempty"`
+	// Rack is the consumer's client.rack (KIP-392): with a replica
+	// selector on the brokers, a follower in that rack may serve it.
+	Rack string `json:"rack,omitempty"`
 }
 
 // ConsumeResult is the consume result. Error is set when the fetch

@@ -213,6 +213,7 @@ class ConfluentDriver(ConfluentTxn):
             "enable.auto.commit": False,
             "auto.offset.reset": reset,
             "isolation.level": args.get("isolation") or "read_uncommitted",
+            "client.rack": args.get("rack") or "",
             "fetch.wait.max.ms": 200,
         })
         try:
@@ -588,6 +589,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
             c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka-consumer",
                                          group_id=None, enable_auto_commit=False, auto_offset_reset=reset,
                                          isolation_level=args.get("isolation") or "read_uncommitted",
+                                         client_rack=args.get("rack") or "",
                                          fetch_max_wait_ms=200, request_timeout_ms=REQUEST_TIMEOUT_S * 1000)
         except E.KafkaError as e:
             raise self.error(e)

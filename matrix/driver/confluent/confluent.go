@@ -332,6 +332,7 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 		"enable.auto.commit": false,
 		"auto.offset.reset":  reset,
 		"isolation.level":    isolation,
+		"client.rack":        req.Rack,
 		"fetch.wait.max.ms":  200,
 	})
 	if err != nil {

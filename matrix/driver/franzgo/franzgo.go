@@ -365,6 +365,9 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 	if req.Isolation == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
+	if req.Rack != "" {
+		opts = append(opts, kgo.Rack(req.Rack))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return driver.ConsumeResult{}, fmt.Errorf("franz-go: %w", err)

@@ -342,6 +342,7 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 	if req.Isolation == "read_committed" {
 		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
+	cfg.RackID = req.Rack
 	c, err := sarama.NewConsumer(d.addrs, cfg)
 	if err != nil {
 		return driver.ConsumeResult{}, kafkaErr(err)

@@ -434,6 +434,7 @@ public final class Driver {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        p.put(ConsumerConfig.CLIENT_RACK_CONFIG, a.path("rack").asText(""));
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 200);
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
