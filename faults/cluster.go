@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -415,4 +417,27 @@ func (t *ClusterTarget) netFault(name string, role Role, w Watch, cut func(int) 
 		Heal: func(context.Context) error { return t.Net.Heal() },
 		Note: func() string { return note },
 	}
+}
+
+// processModes are the failure modes ClusterFaults applies to every role.
+var processModes = []string{"hard-shutdown", "clean-shutdown", "hard-bounce", "clean-bounce", "pause"}
+
+// CoverModesAndRoles keeps, of ClusterFaults' faults, each process
+// failure mode for one role, the roles rotated by seed so that every mode
+// and every role is applied at least once, and every other fault (the
+// partitions and the bounce of every node): what one run in CI can pass
+// through on one long-lived cluster.
+func CoverModesAndRoles(faults []Fault, seed uint64) []Fault {
+	keep := map[string]bool{}
+	for i, mode := range processModes {
+		keep[mode+":"+string(Roles[(i+int(seed%uint64(len(Roles))))%len(Roles)])] = true
+	}
+	var out []Fault
+	for _, f := range faults {
+		mode, role, _ := strings.Cut(f.Name, ":")
+		if !slices.Contains(processModes, mode) || !slices.Contains(Roles, Role(role)) || keep[f.Name] {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -40,3 +40,29 @@ func TestClusterFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestCoverModesAndRoles(t *testing.T) {
+	var all []Fault
+	for _, m := range processModes {
+		for _, r := range Roles {
+			all = append(all, Fault{Name: m + ":" + string(r)})
+		}
+	}
+	all = append(all, Fault{Name: "hard-bounce:all"}, Fault{Name: "isolate:leader"})
+	for seed := uint64(0); seed < 7; seed++ {
+		got := CoverModesAndRoles(all, seed)
+		modes, roles := map[string]bool{}, map[string]bool{}
+		for _, f := range got {
+			m, r, _ := strings.Cut(f.Name, ":")
+			modes[m], roles[r] = true, true
+		}
+		if len(got) != len(processModes)+2 || len(modes) != len(processModes)+1 || !roles["all"] {
+			t.Fatalf("seed %d kept %v", seed, got)
+		}
+		for _, r := range Roles {
+			if !roles[string(r)] {
+				t.Errorf("seed %d: role %s never applied: %v", seed, r, got)
+			}
+		}
+	}
+}

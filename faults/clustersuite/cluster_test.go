@@ -1,4 +1,4 @@
-package faults
+package clustersuite
 
 import (
 	"context"
@@ -11,19 +11,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cascade-kafka/cascade/faults"
 	"github.com/cascade-kafka/cascade/faults/netns"
 	"github.com/cascade-kafka/cascade/matrix/apachekafka"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
 )
 
 var (
-	flagCluster       = flag.Bool("faults.cluster", false, "run the cluster suites (three nodes in network namespaces; needs root)")
-	flagClusterRounds = flag.Int("faults.cluster.rounds", 4, "drawn fault sets after every cluster fault has been applied once")
-	flagUpdate        = flag.Bool("faults.update", false, "rewrite the cluster table in README.md from this run")
+	flagSeed   = flag.Uint64("faults.seed", 0, "seed of the fault schedule and proxy (0: from the clock)")
+	flagKafka  = flag.Bool("faults.kafka", true, "also run the suite against Apache Kafka (the oracle) when java and mvn are installed")
+	flagJava   = flag.Bool("faults.java", true, "run Java clients (the matrix's Java driver) when java and mvn are installed")
+	flagTxn    = flag.Bool("faults.txn", true, "run the transactional producers and read_committed consumers")
+	flagKeep   = flag.Bool("faults.keep", false, "keep the artifacts of a passing run too")
+	flagFull   = flag.Bool("faults.full", false, "apply every failure mode to every role (CI covers every mode and every role at least once)")
+	flagRounds = flag.Int("faults.rounds", 4, "drawn fault sets after the covering ones")
+	flagUpdate = flag.Bool("faults.update", false, "rewrite the cluster table in faults/README.md from this run")
+	flagRun    = flag.Bool("faults.cluster", false, "run the cluster suites")
 )
 
+func seed() uint64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	return uint64(time.Now().UnixNano())%1_000_000 + 1
+}
+
 // clusterWatch is what the cluster suites' roles refer to.
-var clusterWatch = Watch{Topic: "faults", Partition: 0, Group: "faults-members", TxnID: transactionalIDPrefix + "0"}
+var clusterWatch = faults.Watch{Topic: "faults", Partition: 0, Group: "faults-members", TxnID: "faults-txn-0"}
 
 // clusterTime bounds one target's cluster suite: every fault once, with
 // its recoveries, and the drain.
@@ -34,8 +48,8 @@ const clusterTime = 20 * time.Minute
 // namespaces of its own, with one seed, and writes the faults × targets
 // table (cluster.md, cluster.html) into the artifacts directory.
 func TestClusterSuites(t *testing.T) {
-	if testing.Short() || !*flagCluster {
-		t.Skip("the cluster suites are off (-short or -faults.cluster=false)")
+	if testing.Short() || !*flagRun {
+		t.Skip("the cluster suites are off (-short, or without -faults.cluster)")
 	}
 	if err := netns.Available(); err != nil {
 		t.Skip(err)
@@ -46,7 +60,7 @@ func TestClusterSuites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("seed %d (replay: -faults.seed=%d); artifacts in %s", s, s, dir)
-	var results []ClusterResult
+	var results []faults.ClusterResult
 	if *flagKafka {
 		t.Run("kafka", func(t *testing.T) {
 			if r, ok := clusterSuite(t, s, filepath.Join(dir, "kafka"), true); ok {
@@ -62,12 +76,12 @@ func TestClusterSuites(t *testing.T) {
 	if len(results) == 0 {
 		return
 	}
-	md := ClusterMarkdown(results)
+	md := faults.ClusterMarkdown(results)
 	t.Logf("cluster suites (also in %s):\n%s", filepath.Join(dir, "cluster.md"), md)
 	errs := []error{os.WriteFile(filepath.Join(dir, "cluster.md"), []byte(md), 0o644),
-		os.WriteFile(filepath.Join(dir, "cluster.html"), []byte(ClusterHTML(results)), 0o644)}
+		os.WriteFile(filepath.Join(dir, "cluster.html"), []byte(faults.ClusterHTML(results)), 0o644)}
 	if *flagUpdate {
-		errs = append(errs, replaceBetween("README.md", "<!-- cluster-table -->", "<!-- /cluster-table -->", md))
+		errs = append(errs, replaceBetween("../README.md", "<!-- cluster-table -->", "<!-- /cluster-table -->", md))
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)
@@ -79,7 +93,7 @@ func TestClusterSuites(t *testing.T) {
 
 // clusterSuite starts one target in a network of its own and runs the
 // suite; ok is false when the target could not run here (skipped).
-func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (ClusterResult, bool) {
+func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.ClusterResult, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTime)
 	defer cancel()
 	if kafka {
@@ -103,37 +117,40 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (ClusterResult
 			t.Errorf("removing the network: %v", err)
 		}
 	}()
-	start := StartCascadeCluster
+	start := faults.StartCascadeCluster
 	if kafka {
-		start = StartKafkaCluster
+		start = faults.StartKafkaCluster
 	}
 	ct, err := start(ctx, nw, filepath.Join(dir, "cluster"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ct.C.Close()
-	faults := ClusterFaults(ct, clusterWatch, s)
-	var mon *Monitor
-	r := &run{t: t, seed: s, dir: dir, addrs: ct.C.Seeds(), logPaths: ct.LogPaths, dataDirs: ct.DataDirs,
-		faults: faults, rf: 3, java: javaOpener(t, ctx), name: ct.Name, kafkaDefects: kafka, faultTime: clusterTime - 5*time.Minute, progress: true,
-		schedule: func(sc *Schedule) {
-			sc.Cover, sc.Rounds = true, len(faults)+*flagClusterRounds
-			sc.MaxConcurrent = 1
-			sc.Period, sc.Settle = 4*time.Second, 3*time.Second
+	fs := faults.ClusterFaults(ct, clusterWatch, s)
+	if !*flagFull {
+		fs = faults.CoverModesAndRoles(fs, s)
+	}
+	var mon *faults.Monitor
+	r := &faults.Suite{T: t, Seed: s, Dir: dir, Addrs: ct.C.Seeds(), LogPaths: ct.LogPaths, DataDirs: ct.DataDirs,
+		Faults: fs, RF: 3, Java: faults.JavaOpener(t, ctx, *flagJava), Name: ct.Name, KafkaDefects: kafka,
+		FaultTime: clusterTime - 5*time.Minute, Period: 4 * time.Second, Txn: *flagTxn, Keep: *flagKeep, Progress: true,
+		Adjust: func(sc *faults.Schedule) {
+			sc.Cover, sc.Rounds = true, len(fs)+*flagRounds
+			sc.MaxConcurrent, sc.Settle = 1, 3*time.Second
 		},
-		observe: func(ctx context.Context, clock func() int64) func() {
-			mon = &Monitor{T: ct, Topic: clusterWatch.Topic, Partitions: 3, Clock: clock, Interval: 250 * time.Millisecond}
+		Observe: func(ctx context.Context, clock func() int64) func() {
+			mon = &faults.Monitor{T: ct, Topic: clusterWatch.Topic, Partitions: 3, Clock: clock, Interval: 250 * time.Millisecond}
 			return mon.Start(ctx)
 		}}
-	keep := r.run(ctx)
-	res := ClusterResult{Target: ct.Name, Seed: s, Passed: r.passed}
+	keep := r.Run(ctx)
+	res := faults.ClusterResult{Target: ct.Name, Seed: s, Passed: r.Passed}
 	if mon != nil {
-		res.Figures = ClusterFigures(r.events, mon.Samples(), r.h, clusterWatch.Topic, clusterWatch.Partition, nw.Nodes())
+		res.Figures = faults.ClusterFigures(r.Events, mon.Samples(), r.History, clusterWatch.Topic, clusterWatch.Partition, nw.Nodes())
 	}
 	if err := ct.C.Close(); err != nil {
 		t.Logf("stopping the cluster: %v", err)
 	}
-	r.cleanup(keep)
+	r.Cleanup(keep)
 	return res, true
 }
 
