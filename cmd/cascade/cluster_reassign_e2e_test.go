@@ -255,6 +255,10 @@ func TestClusterReassignPartitions(t *testing.T) {
 	if leader := c.waitReassigned(grown, []int32{last}); leader != last {
 		t.Fatalf("%s led by %d, want %d", grown, leader, last)
 	}
+	// The follower left alone leads, its whole log committed at once.
+	if got := readAll(t, c.seeds[last-1], grown); !slices.Equal(got, []string{"before", "grown"}) {
+		t.Fatalf("%s read back %q from its only replica", grown, got)
+	}
 	produceEach(t, ctx, c.cl, grown, "shrunk", []int32{0})
 	if got := readAll(t, c.seeds[last-1], grown); !slices.Equal(got, []string{"before", "grown", "shrunk"}) {
 		t.Fatalf("%s read back %q", grown, got)
