@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // reassign sends one AlterPartitionReassignments through kadm and returns
@@ -161,6 +162,12 @@ func TestClusterReassignPartitions(t *testing.T) {
 	if !ok || !slices.Equal(got.Replicas, wantReplicas) || !slices.Equal(got.AddingReplicas, target) ||
 		!slices.Equal(got.RemovingReplicas, []int32{from}) {
 		t.Fatalf("in progress: listed %+v, want replicas %v adding %v removing [%d]", ls, wantReplicas, target, from)
+	}
+	// A request naming no topics (null) lists every reassignment.
+	listed, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, c.cl)
+	if err != nil || listed.ErrorCode != 0 || len(listed.Topics) != 1 || listed.Topics[0].Topic != topic ||
+		len(listed.Topics[0].Partitions) != 1 || !slices.Equal(listed.Topics[0].Partitions[0].Replicas, wantReplicas) {
+		t.Fatalf("ListPartitionReassignments of every topic: %v %+v", err, listed)
 	}
 	// Metadata shows the whole replica set while the move is on, as Kafka.
 	waitFor(t, 20*time.Second, "Metadata with the reassigning replica set", func() bool {
