@@ -160,6 +160,21 @@ func runReassignTool(t *testing.T, ctx context.Context, dist *apachekafka.Dist, 
 	t.Logf("--verify:\n%s", verify)
 	out["verify (done)"] = verify
 
+	// KIP-860: a plan that changes a replication factor, refused with
+	// --disallow-replication-factor-change (AlterPartitionReassignments
+	// v1), partition by partition.
+	shrinkFile := filepath.Join(dir, "shrink.json")
+	if err := os.WriteFile(shrinkFile, []byte(`{"version":1,"partitions":[{"topic":"grown","partition":0,"replicas":[3]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := dist.Run(ctx, reassignClass, "--bootstrap-server", bootstrap, "--execute",
+		"--reassignment-json-file", shrinkFile, "--disallow-replication-factor-change")
+	if err == nil {
+		t.Errorf("--disallow-replication-factor-change with a changed factor succeeded:\n%s", refused)
+	}
+	t.Logf("--execute --disallow-replication-factor-change:\n%s", refused)
+	out["execute --disallow-replication-factor-change"] = logDirs(string(refused))
+
 	for _, name := range reassignTopics {
 		var p kmsg.MetadataResponseTopicPartition
 		err := cluster.Poll(ctx, cluster.PollInterval, func() error {
