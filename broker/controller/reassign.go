@@ -92,7 +92,9 @@ func (c *Controller) reassignOne(img *metadata.Image, topic string, rp ReassignP
 		}
 		// As PartitionReassignmentReplicas: the target followed by the
 		// current replicas it drops; adding and removing are the
-		// differences, each in broker id order.
+		// differences, each in broker id order. As Kafka, an empty
+		// difference keeps the list of a reassignment in progress, so
+		// the two may then share a replica.
 		removing := difference(p.Replicas, rp.Replicas)
 		ch.targetReplicas = append(slices.Clone(rp.Replicas), removing...)
 		if len(removing) > 0 {

@@ -419,7 +419,7 @@ func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 // checkReplicaSets checks that the ISR and ELR lie within the replicas and
 // share no member (as ReplicationControlManager.updatePartitionInfo's
 // validation), that the leader is a replica, and that a reassignment's
-// adding and removing replicas are disjoint replicas.
+// adding and removing replicas are replicas.
 func checkReplicaSets(p Partition) error {
 	for _, id := range p.ISR {
 		if !slices.Contains(p.Replicas, id) {
@@ -434,14 +434,12 @@ func checkReplicaSets(p Partition) error {
 	if p.Leader != NoLeader && !slices.Contains(p.Replicas, p.Leader) {
 		return fmt.Errorf("leader %d not among replicas %v", p.Leader, p.Replicas)
 	}
-	for _, id := range p.AddingReplicas {
-		if !slices.Contains(p.Replicas, id) || slices.Contains(p.RemovingReplicas, id) {
-			return fmt.Errorf("adding replicas %v not within replicas %v outside removing %v", p.AddingReplicas, p.Replicas, p.RemovingReplicas)
-		}
-	}
-	for _, id := range p.RemovingReplicas {
+	// The adding and removing replicas may share a member: a reassignment
+	// changed while one is in progress keeps the lists it does not set,
+	// as Kafka's changePartitionReassignment.
+	for _, id := range slices.Concat(p.AddingReplicas, p.RemovingReplicas) {
 		if !slices.Contains(p.Replicas, id) {
-			return fmt.Errorf("removing replicas %v not within replicas %v", p.RemovingReplicas, p.Replicas)
+			return fmt.Errorf("adding %v and removing %v replicas not within replicas %v", p.AddingReplicas, p.RemovingReplicas, p.Replicas)
 		}
 	}
 	return nil
