@@ -44,6 +44,8 @@ import (
 // controller's own code answers rather than the handlers'.
 var servedByController = map[int16]bool{
 	43: true, // ElectLeaders
+	45: true, // AlterPartitionReassignments (cluster_reassign.go)
+	46: true, // ListPartitionReassignments
 	55: true, // DescribeQuorum
 }
 
@@ -95,6 +97,10 @@ func (n *clusterNode) serveLocally(wr *wire.Request) (wire.Response, error) {
 func notControllerAnswer(resp kmsg.Response) bool {
 	switch r := resp.(type) {
 	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == kerr.NotController.Code
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return r.ErrorCode == kerr.NotController.Code
+	case *kmsg.ListPartitionReassignmentsResponse:
 		return r.ErrorCode == kerr.NotController.Code
 	case *kmsg.DescribeQuorumResponse:
 		if r.ErrorCode == kerr.NotController.Code {
@@ -283,10 +289,7 @@ func (n *clusterNode) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequ
 		return recs, err
 	})
 	if err != nil {
-		code, msg := apiCode(err)
-		if errors.Is(err, context.DeadlineExceeded) {
-			code, msg = kerr.RequestTimedOut.Code, kafkaMessage(kerr.RequestTimedOut.Code)
-		}
+		code, msg := requestCode(err)
 		electLeadersFailed(r, resp, code, msg)
 		return resp
 	}

@@ -107,6 +107,15 @@ func timedOutAnswer(wr *wire.Request) (wire.Response, bool) {
 		out := r.ResponseKind().(*kmsg.ElectLeadersResponse)
 		electLeadersFailed(r, out, code, msg)
 		resp = out
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		out := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		out.AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
+		alterReassignmentsFailed(r, out, code, msg)
+		resp = out
+	case *kmsg.ListPartitionReassignmentsRequest:
+		out := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		out.ErrorCode, out.ErrorMessage = code, msg
+		resp = out
 	case *kmsg.DescribeQuorumRequest:
 		out := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		out.ErrorCode, out.ErrorMessage = code, msg

@@ -48,6 +48,12 @@ func TestTimedOutAnswers(t *testing.T) {
 	el0.Topics = el.Topics
 	dq := kmsg.NewPtrDescribeQuorumRequest()
 	dq.SetVersion(2)
+	apr := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	apr.SetVersion(1)
+	apr.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "a",
+		Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0, Replicas: []int32{1}}, {Partition: 1}}}}
+	lpr := kmsg.NewPtrListPartitionReassignmentsRequest()
+	lpr.SetVersion(0)
 	for _, tc := range []struct {
 		req   kmsg.Request
 		want  int // items answered
@@ -99,6 +105,17 @@ func TestTimedOutAnswers(t *testing.T) {
 			return out
 		}},
 		{dq, 1, func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.DescribeQuorumResponse).ErrorCode} }},
+		{apr, 3, func(r kmsg.Response) []int16 {
+			resp := r.(*kmsg.AlterPartitionAssignmentsResponse)
+			out := []int16{resp.ErrorCode}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					out = append(out, p.ErrorCode)
+				}
+			}
+			return out
+		}},
+		{lpr, 1, func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode} }},
 	} {
 		name := kmsg.NameForKey(tc.req.Key())
 		resp, ok := timedOutAnswer(forwarded(tc.req))

@@ -32,6 +32,8 @@ var forwardedKeys = map[int16]bool{
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
 	43: true, // ElectLeaders (servedByController)
+	45: true, // AlterPartitionReassignments (servedByController)
+	46: true, // ListPartitionReassignments (servedByController)
 	44: true, // IncrementalAlterConfigs
 	55: true, // DescribeQuorum (servedByController)
 }
@@ -58,6 +60,7 @@ var controllerErrorCodes = []struct {
 	{controller.ErrIneligibleReplica, kerr.IneligibleReplica.Code},
 	{controller.ErrNewLeaderElected, kerr.NewLeaderElected.Code},
 	{controller.ErrUnknownTopicID, kerr.UnknownTopicID.Code},
+	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress.Code},
 }
 
 // codeOf returns the Kafka code of a controller operation's error: its
@@ -228,6 +231,8 @@ func (n *clusterNode) answerObserver(w *bufio.Writer, frame []byte) error {
 var controllerAPIs = []handler.API{
 	{Key: 18, Min: 0, Max: 4}, // ApiVersions
 	{Key: 43, Min: 0, Max: 2}, // ElectLeaders
+	{Key: 45, Min: 0, Max: 1}, // AlterPartitionReassignments
+	{Key: 46, Min: 0, Max: 0}, // ListPartitionReassignments
 	{Key: 55, Min: 0, Max: 2}, // DescribeQuorum
 	{Key: 56, Min: 2, Max: 3}, // AlterPartition
 	{Key: 60, Min: 0, Max: 2}, // DescribeCluster (KIP-919: the controllers)
@@ -351,6 +356,10 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		return n.describeQuorum(ctx, r), nil
 	case *kmsg.ElectLeadersRequest:
 		return n.electLeaders(n.ctx, r), nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return n.alterPartitionReassignments(n.ctx, r), nil
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return n.listPartitionReassignments(n.ctx, r), nil
 	case *kmsg.AlterPartitionRequest:
 		return n.alterPartition(ctx, r), nil
 	case *kmsg.DescribeClusterRequest:

@@ -33,10 +33,11 @@
 // carry the client's principal and address for authorisation and quotas;
 // Cascade has neither yet, so the envelope would carry nothing the
 // controller uses. The controller answers them with the same handler code
-// a single node runs, over its replica store. DescribeQuorum and
-// ElectLeaders are forwarded too and answered by the controller's own code
-// (cluster_apis.go, which also serves AlterPartition on the controller
-// listener); a forward no active controller takes in time is answered
+// a single node runs, over its replica store. DescribeQuorum,
+// ElectLeaders and the partition reassignment APIs are forwarded too and
+// answered by the controller's own code (cluster_apis.go, which also serves
+// AlterPartition on the controller listener, and cluster_reassign.go); a
+// forward no active controller takes in time is answered
 // REQUEST_TIMED_OUT (cluster_forward.go). A clean stop is a controlled
 // shutdown with a hand-over of the quorum leadership (cluster_shutdown.go).
 //

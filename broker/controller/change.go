@@ -46,6 +46,11 @@ type change struct {
 	targetISR []int32
 	targetELR []int32
 	targetLRS int8
+	// targetReplicas, targetAdding and targetRemoving are the assignment
+	// the change leads to; a reassignment sets them.
+	targetReplicas []int32
+	targetAdding   []int32
+	targetRemoving []int32
 }
 
 // newChange starts a change of partition index of t as img has it.
@@ -57,7 +62,8 @@ func (c *Controller) newChange(img *metadata.Image, t *metadata.Topic, index int
 func (c *Controller) changeOf(img *metadata.Image, t *metadata.Topic, index int32, p metadata.Partition, acceptable func(int32) bool) *change {
 	return &change{topic: t, index: index, part: p, acceptable: acceptable,
 		elr: c.cfg.EligibleLeaderReplicas, minISR: c.minISR(img, t),
-		targetISR: p.ISR, targetELR: p.ELR, targetLRS: p.LeaderRecoveryState}
+		targetISR: p.ISR, targetELR: p.ELR, targetLRS: p.LeaderRecoveryState,
+		targetReplicas: p.Replicas, targetAdding: p.AddingReplicas, targetRemoving: p.RemovingReplicas}
 }
 
 // validLeader is PartitionChangeBuilder.isValidNewLeader: in the target
@@ -76,7 +82,7 @@ func (c *change) canElectLastKnownLeader() bool {
 
 // elect returns the new leader and whether it was elected uncleanly.
 func (c *change) elect() (int32, bool) {
-	replicas := c.part.Replicas
+	replicas := c.targetReplicas
 	if c.election == electPreferred {
 		if len(replicas) > 0 && c.validLeader(replicas[0]) {
 			return replicas[0], false
@@ -137,7 +143,9 @@ func (c *change) populateTargetELR() {
 	slices.Sort(candidates) // Kafka's is a hash set: any order will do
 	elr := []int32{}
 	for _, r := range candidates {
-		if !slices.Contains(c.targetISR, r) && !slices.Contains(c.uncleanShutdown, r) {
+		// A replica a completed reassignment removes is no longer
+		// eligible: the ELR stays within the replicas.
+		if !slices.Contains(c.targetISR, r) && !slices.Contains(c.uncleanShutdown, r) && slices.Contains(c.targetReplicas, r) {
 			elr = append(elr, r)
 		}
 	}
@@ -192,13 +200,71 @@ func (c *change) updateLastKnownLeader(rec *metadata.PartitionChangeRecord) {
 	}
 }
 
+// completeReassignment is PartitionChangeBuilder.completeReassignmentIfNeeded
+// with PartitionReassignmentReplicas.maybeCompleteReassignment: once the
+// target ISR, less the replicas being removed, is not empty and holds every
+// replica that stays, the removed replicas leave the replicas and the ISR
+// and the reassignment is over.
+func (c *change) completeReassignment() {
+	if len(c.targetAdding) == 0 && len(c.targetRemoving) == 0 {
+		return
+	}
+	isr, replicas := c.targetISR, c.targetReplicas
+	if len(c.targetRemoving) > 0 {
+		removing := func(r int32) bool { return slices.Contains(c.targetRemoving, r) }
+		isr = slices.DeleteFunc(slices.Clone(isr), removing)
+		replicas = slices.DeleteFunc(slices.Clone(replicas), removing)
+		if len(isr) == 0 || len(replicas) == 0 {
+			return
+		}
+	}
+	for _, r := range replicas {
+		if !slices.Contains(isr, r) {
+			return
+		}
+	}
+	c.targetISR, c.targetReplicas = isr, replicas
+	c.targetAdding, c.targetRemoving = []int32{}, []int32{}
+}
+
+// bumpEpochForReassignment is PartitionChangeBuilder's
+// triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a change that drops
+// a replica names the leader, so the leader epoch grows and the dropped
+// replica's requests are fenced.
+func (c *change) bumpEpochForReassignment(rec *metadata.PartitionChangeRecord) {
+	if rec.Leader != metadata.NoLeaderChange {
+		return
+	}
+	for _, r := range c.part.Replicas {
+		if !slices.Contains(c.targetReplicas, r) {
+			rec.Leader = c.part.Leader
+			return
+		}
+	}
+}
+
+// setAssignmentChanges is PartitionChangeBuilder.setAssignmentChanges.
+func (c *change) setAssignmentChanges(rec *metadata.PartitionChangeRecord) {
+	if len(c.targetReplicas) > 0 && !slices.Equal(c.targetReplicas, c.part.Replicas) {
+		rec.Replicas = append([]int32{}, c.targetReplicas...)
+	}
+	if !slices.Equal(c.targetRemoving, c.part.RemovingReplicas) {
+		rec.RemovingReplicas = append([]int32{}, c.targetRemoving...)
+	}
+	if !slices.Equal(c.targetAdding, c.part.AddingReplicas) {
+		rec.AddingReplicas = append([]int32{}, c.targetAdding...)
+	}
+}
+
 // build returns the change record, or false when it would change nothing,
 // in PartitionChangeBuilder.build's order.
 func (c *change) build() (metadata.PartitionChangeRecord, bool) {
 	rec := metadata.PartitionChangeRecord{TopicID: c.topic.ID, Partition: c.index,
 		Leader: metadata.NoLeaderChange, LeaderRecoveryState: metadata.LeaderRecoveryNoChange}
+	c.completeReassignment()
 	c.populateTargetELR()
 	c.tryElection(&rec)
+	c.bumpEpochForReassignment(&rec)
 	c.updateRecordELR(&rec)
 	// Without ELR an empty target ISR leaves the ISR as it is: the last
 	// member stays, so the partition can come back when it does. With ELR
@@ -207,11 +273,13 @@ func (c *change) build() (metadata.PartitionChangeRecord, bool) {
 		rec.ISR = append([]int32{}, c.targetISR...)
 	}
 	c.updateLastKnownLeader(&rec)
+	c.setAssignmentChanges(&rec)
 	if c.targetLRS != c.part.LeaderRecoveryState {
 		rec.LeaderRecoveryState = c.targetLRS
 	}
 	noop := rec.ISR == nil && rec.Leader == metadata.NoLeaderChange && rec.Replicas == nil &&
-		rec.LeaderRecoveryState == metadata.LeaderRecoveryNoChange && rec.ELR == nil && rec.LastKnownELR == nil
+		rec.LeaderRecoveryState == metadata.LeaderRecoveryNoChange && rec.ELR == nil && rec.LastKnownELR == nil &&
+		rec.AddingReplicas == nil && rec.RemovingReplicas == nil
 	return rec, !noop
 }
 

@@ -14,8 +14,10 @@
 // (eligible leader replicas, KIP-966, on as in Kafka 4.1 and later, with a
 // new incarnation that cannot name its previous epoch taken out of every
 // ELR; unclean election only when allowed),
-// AlterPartition's epoch checks, ElectLeaders, preferred-leader
-// rebalancing, topic creation and deletion with rack-aware placement
+// AlterPartition's epoch checks, ElectLeaders, partition reassignment
+// (KIP-455, as ReplicationControlManager: adding and removing replicas in
+// the change records, completed by the change whose ISR holds the target),
+// preferred-leader rebalancing, topic creation and deletion with rack-aware placement
 // (planned by metadata.Planner, shared with the single-node Store), and
 // producer id blocks.
 //

@@ -235,6 +235,28 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			parts = append(parts, fmt.Sprintf("%s/%d:%s", r.Topic, r.Partition, errString(r.Err)))
 		}
 		reply = strings.Join(parts, " ")
+	case "reassign":
+		name, i := topicPartition(t, a.pos[0])
+		rp := ReassignPartition{Partition: i, Replicas: a.ints(t, "replicas")}
+		if a.flag("cancel") {
+			rp.Replicas = nil
+		} else if rp.Replicas == nil {
+			rp.Replicas = []int32{}
+		}
+		var res []ReassignResult
+		recs, res, err = h.c.AlterPartitionReassignments(h.img, []ReassignTopic{{Topic: name, Partitions: []ReassignPartition{rp}}}, !a.flag("keep-rf"))
+		if err == nil {
+			reply = errString(res[0].Err)
+		}
+	case "list-reassignments":
+		var parts []string
+		for _, o := range ListPartitionReassignments(h.img, nil) {
+			parts = append(parts, fmt.Sprintf("%s/%d replicas=%v adding=%v removing=%v", o.Topic, o.Partition, o.Replicas, o.AddingReplicas, o.RemovingReplicas))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "\n")
 	case "alloc-pids":
 		id := int32(a.int(t, "id", 1))
 		var blk ProducerIDBlock
@@ -384,6 +406,12 @@ func (h *harness) describe(prev *metadata.Image, r metadata.Record) string {
 		if r.LastKnownELR != nil {
 			s += fmt.Sprintf(" last-known-elr=%v", r.LastKnownELR)
 		}
+		if r.AddingReplicas != nil {
+			s += fmt.Sprintf(" adding=%v", r.AddingReplicas)
+		}
+		if r.RemovingReplicas != nil {
+			s += fmt.Sprintf(" removing=%v", r.RemovingReplicas)
+		}
 		return s
 	case metadata.RemoveTopicRecord:
 		return fmt.Sprintf("RemoveTopic %s", topic(r.TopicID))
@@ -437,6 +465,9 @@ func (h *harness) state(brokers map[int32]bool, parts map[string]bool) string {
 			}
 			if p.LeaderRecoveryState == metadata.LeaderRecovering {
 				lrs += " recovering"
+			}
+			if p.Reassigning() {
+				lrs += fmt.Sprintf(" adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
 			}
 			fmt.Fprintf(&out, "%s leader=%d le=%d pe=%d isr=%v replicas=%v%s\n", name, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas, lrs)
 		}

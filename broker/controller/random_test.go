@@ -13,8 +13,8 @@ import (
 
 // TestRandomOperations drives the controller with seeded random operations
 // from five brokers (registrations, heartbeats with every flag, ticks,
-// BrokerGone, topic changes, AlterPartition, elections, producer ids,
-// controller restarts) and checks the cluster's invariants after every
+// BrokerGone, topic changes, AlterPartition, elections, reassignments and
+// their cancellation, producer ids, controller restarts) and checks the cluster's invariants after every
 // step. A failure names its seed and step, which replay exactly.
 func TestRandomOperations(t *testing.T) {
 	seeds, steps := 30, 400
@@ -116,8 +116,10 @@ func (rr *randomRun) step() (string, []metadata.Record, error) {
 		name := randomTopics[r.Intn(len(randomTopics))]
 		recs, _, err := h.c.CreatePartitions(h.img, []metadata.CreatePartitions{{Name: name, Count: int32(1 + r.Intn(5))}}, false)
 		return "create-partitions " + name, recs, err
-	case n < 90:
+	case n < 85:
 		return rr.alterPartition()
+	case n < 90:
+		return rr.reassign()
 	case n < 94:
 		typ := int8(r.Intn(2))
 		recs, _, err := h.c.ElectLeaders(h.img, typ, nil)
@@ -168,6 +170,22 @@ func (rr *randomRun) alterPartition() (string, []metadata.Record, error) {
 	return fmt.Sprintf("alter-partition %s/%d %+v", tp.Name, index, pd), recs, err
 }
 
+// reassign reassigns a random partition to one to three random brokers,
+// or cancels its reassignment.
+func (rr *randomRun) reassign() (string, []metadata.Record, error) {
+	h, r := rr.h, rr.r
+	name := randomTopics[r.Intn(len(randomTopics))]
+	rp := ReassignPartition{Partition: int32(r.Intn(3))}
+	if r.Intn(4) != 0 {
+		rp.Replicas = []int32{}
+		for _, b := range r.Perm(5)[:1+r.Intn(3)] {
+			rp.Replicas = append(rp.Replicas, int32(b+1))
+		}
+	}
+	recs, _, err := h.c.AlterPartitionReassignments(h.img, []ReassignTopic{{Topic: name, Partitions: []ReassignPartition{rp}}}, r.Intn(4) != 0)
+	return fmt.Sprintf("reassign %s/%d %v", name, rp.Partition, rp.Replicas), recs, err
+}
+
 // checkInvariants checks next, and its changes from prev, as the Kafka
 // replication protocol requires with eligible leader replicas (KIP-966).
 func checkInvariants(c *Controller, prev, next *metadata.Image) string {
@@ -189,6 +207,30 @@ func checkInvariants(c *Controller, prev, next *metadata.Image) string {
 				}
 				if _, ok := next.Broker(m); !ok {
 					return fmt.Sprintf("%s: ELR %v holds unregistered broker %d", name, p.ELR, m)
+				}
+			}
+			// (Kafka records a leaderless partition's last leader as -1,
+			// which no election takes.)
+			for _, m := range p.LastKnownELR {
+				if m >= 0 && !slices.Contains(p.Replicas, m) {
+					return fmt.Sprintf("%s: last known leader %v not a replica of %v", name, p.LastKnownELR, p.Replicas)
+				}
+			}
+			// A reassignment in progress is one the ISR cannot complete
+			// yet: every change of the partition completes one it can,
+			// but an unclean election, which sets the ISR after that
+			// check (as Kafka's PartitionChangeBuilder), leaves it to the
+			// recovered leader's AlterPartition.
+			if p.Reassigning() && p.LeaderRecoveryState != metadata.LeaderRecovering {
+				for _, m := range slices.Concat(p.AddingReplicas, p.RemovingReplicas) {
+					if !slices.Contains(p.Replicas, m) {
+						return fmt.Sprintf("%s: adding %v removing %v not within replicas %v", name, p.AddingReplicas, p.RemovingReplicas, p.Replicas)
+					}
+				}
+				stays := slices.DeleteFunc(slices.Clone(p.Replicas), func(m int32) bool { return slices.Contains(p.RemovingReplicas, m) })
+				isr := slices.DeleteFunc(slices.Clone(p.ISR), func(m int32) bool { return slices.Contains(p.RemovingReplicas, m) })
+				if len(isr) > 0 && !slices.ContainsFunc(stays, func(m int32) bool { return !slices.Contains(isr, m) }) {
+					return fmt.Sprintf("%s: reassignment to %v not completed with ISR %v: %+v", name, stays, p.ISR, p)
 				}
 			}
 			if _, ok := next.Broker(p.Leader); p.Leader != metadata.NoLeader && !ok {
@@ -225,11 +267,17 @@ func checkInvariants(c *Controller, prev, next *metadata.Image) string {
 			if p.LeaderEpoch < q.LeaderEpoch || p.PartitionEpoch < q.PartitionEpoch {
 				return fmt.Sprintf("%s: epochs went back: %+v -> %+v", name, q, p)
 			}
+			// A replica leaving the assignment is fenced by a leader
+			// epoch bump (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded).
+			if slices.ContainsFunc(q.Replicas, func(m int32) bool { return !slices.Contains(p.Replicas, m) }) && p.LeaderEpoch <= q.LeaderEpoch {
+				return fmt.Sprintf("%s: replicas %v -> %v without a leader epoch bump", name, q.Replicas, p.Replicas)
+			}
 			if p.Leader != q.Leader && p.LeaderEpoch <= q.LeaderEpoch {
 				return fmt.Sprintf("%s: leader changed %d -> %d without a leader epoch bump", name, q.Leader, p.Leader)
 			}
 			changed := p.Leader != q.Leader || !slices.Equal(p.ISR, q.ISR) || !slices.Equal(p.Replicas, q.Replicas) ||
-				p.LeaderRecoveryState != q.LeaderRecoveryState || !slices.Equal(p.ELR, q.ELR)
+				p.LeaderRecoveryState != q.LeaderRecoveryState || !slices.Equal(p.ELR, q.ELR) ||
+				!slices.Equal(p.AddingReplicas, q.AddingReplicas) || !slices.Equal(p.RemovingReplicas, q.RemovingReplicas)
 			if changed && p.PartitionEpoch <= q.PartitionEpoch {
 				return fmt.Sprintf("%s: changed without a partition epoch bump: %+v -> %+v", name, q, p)
 			}

@@ -172,7 +172,8 @@ func checkNodeName(env *Env, typ kmsg.ConfigResourceType, name string) (int16, *
 //     config it does not name, so a legacy request on the empty name that
 //     does not name min.insync.replicas is refused so.
 //
-// A request changing nothing is accepted.
+// A request changing nothing is accepted, and so is removing a config
+// Cascade does not honour (it cannot have been set).
 func alterBrokerConfigs(env *Env, a configAlteration) (int16, *string) {
 	if a.resourceName != "" {
 		if code, msg := checkNodeName(env, a.resourceType, a.resourceName); code != 0 {
@@ -190,6 +191,11 @@ func alterBrokerConfigs(env *Env, a configAlteration) (int16, *string) {
 		}
 		def, ok := config.BrokerDef(op.name)
 		switch {
+		case !ok && a.incremental && op.op == kmsg.IncrementalAlterConfigOpDelete:
+			// Nothing Cascade does not honour can have been set, so
+			// removing it changes nothing: accepted, as Kafka accepts
+			// removing any broker config. kafka-reassign-partitions
+			// --verify removes the replication throttles so.
 		case !ok:
 			unknown = append(unknown, op.name)
 		case def.Dynamic:

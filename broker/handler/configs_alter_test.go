@@ -316,6 +316,8 @@ func TestIncrementalAlterBrokerConfigs(t *testing.T) {
 			alterAnswer(b, "1", kerr.InvalidRequest.Code, ptrTo("Cascade does not update broker configs at run time; set them in server.properties: [log.retention.ms]"))},
 		{"unknown", alter("1", incrementalOp("log.retention.ms", set, "2"), incrementalOp("no.such", set, "2")),
 			alterAnswer(b, "1", kerr.InvalidRequest.Code, ptrTo("Cascade does not honour these configs: [no.such]"))},
+		{"remove unknown", alter("1", incrementalOp("leader.replication.throttled.rate", del, ""), incrementalOp("no.such", del, "")),
+			alterAnswer(b, "1", 0, nil)},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, c.got, c.want)

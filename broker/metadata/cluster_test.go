@@ -33,6 +33,13 @@ var clusterRecords = []Record{
 		LeaderRecoveryState: LeaderRecoveryNoChange, LastKnownELR: []int32{2}},
 	PartitionRecord{TopicID: UUID{1}, Partition: 3, Replicas: []int32{1, 2}, ISR: []int32{}, Leader: NoLeader,
 		ELR: []int32{1}, LastKnownELR: []int32{2}},
+	// A reassignment (KIP-455): nil keeps, empty clears.
+	PartitionChangeRecord{TopicID: UUID{1}, Partition: 1, Leader: NoLeaderChange, Replicas: []int32{2, 3, 1},
+		LeaderRecoveryState: LeaderRecoveryNoChange, AddingReplicas: []int32{2, 3}, RemovingReplicas: []int32{1}},
+	PartitionChangeRecord{TopicID: UUID{1}, Partition: 1, ISR: []int32{2, 3}, Leader: 2, Replicas: []int32{2, 3},
+		LeaderRecoveryState: LeaderRecoveryNoChange, AddingReplicas: []int32{}, RemovingReplicas: []int32{}},
+	PartitionRecord{TopicID: UUID{1}, Partition: 4, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1,
+		ELR: []int32{}, LastKnownELR: []int32{}, AddingReplicas: []int32{2}, RemovingReplicas: []int32{1}},
 }
 
 func TestClusterRecordsRoundTrip(t *testing.T) {

@@ -75,6 +75,18 @@ type Partition struct {
 	// the one replica that may take it back once nothing else is
 	// eligible.
 	LastKnownELR []int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment's
+	// (KIP-455): Replicas holds the target replicas followed by those
+	// being removed; the reassignment completes when every target replica
+	// is in the ISR. Both empty when none is in progress.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress, as PartitionReassignmentReplicas.isReassignmentInProgress.
+func (p *Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // PreferredLeader returns the first replica, or NoLeader without replicas.
@@ -227,7 +239,8 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 			}
 			p := Partition{Partition: r.Partition, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
 				Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
-				LeaderRecoveryState: r.LeaderRecoveryState, ELR: slices.Clone(r.ELR), LastKnownELR: slices.Clone(r.LastKnownELR)}
+				LeaderRecoveryState: r.LeaderRecoveryState, ELR: slices.Clone(r.ELR), LastKnownELR: slices.Clone(r.LastKnownELR),
+				AddingReplicas: slices.Clone(r.AddingReplicas), RemovingReplicas: slices.Clone(r.RemovingReplicas)}
 			if err := checkReplicaSets(p); err != nil {
 				return nil, fmt.Errorf("metadata: topic %q partition %d: %w", t.Name, r.Partition, err)
 			}
@@ -379,6 +392,12 @@ func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 	if r.LastKnownELR != nil {
 		p.LastKnownELR = slices.Clone(r.LastKnownELR)
 	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = slices.Clone(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = slices.Clone(r.RemovingReplicas)
+	}
 	if r.Leader != NoLeaderChange {
 		if r.Leader < NoLeader {
 			return p, fmt.Errorf("leader %d", r.Leader)
@@ -399,7 +418,8 @@ func MergePartition(p Partition, r PartitionChangeRecord) (Partition, error) {
 
 // checkReplicaSets checks that the ISR and ELR lie within the replicas and
 // share no member (as ReplicationControlManager.updatePartitionInfo's
-// validation), and that the leader is a replica.
+// validation), that the leader is a replica, and that a reassignment's
+// adding and removing replicas are replicas.
 func checkReplicaSets(p Partition) error {
 	for _, id := range p.ISR {
 		if !slices.Contains(p.Replicas, id) {
@@ -413,6 +433,14 @@ func checkReplicaSets(p Partition) error {
 	}
 	if p.Leader != NoLeader && !slices.Contains(p.Replicas, p.Leader) {
 		return fmt.Errorf("leader %d not among replicas %v", p.Leader, p.Replicas)
+	}
+	// The adding and removing replicas may share a member: a reassignment
+	// changed while one is in progress keeps the lists it does not set,
+	// as Kafka's changePartitionReassignment.
+	for _, id := range slices.Concat(p.AddingReplicas, p.RemovingReplicas) {
+		if !slices.Contains(p.Replicas, id) {
+			return fmt.Errorf("adding %v and removing %v replicas not within replicas %v", p.AddingReplicas, p.RemovingReplicas, p.Replicas)
+		}
 	}
 	return nil
 }
@@ -456,7 +484,8 @@ func (img *Image) Records() []Record {
 		for _, p := range t.Partitions {
 			recs = append(recs, PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
 				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				LeaderRecoveryState: p.LeaderRecoveryState, ELR: p.ELR, LastKnownELR: p.LastKnownELR})
+				LeaderRecoveryState: p.LeaderRecoveryState, ELR: p.ELR, LastKnownELR: p.LastKnownELR,
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas})
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
 			v := t.Configs[k]

@@ -187,7 +187,7 @@ func TestCreateTopics(t *testing.T) {
 		{ErrInvalidConfig, "Invalid value x for configuration retention.ms: Not a number of type LONG"},
 		{ErrInvalidConfig, "Unknown topic config name: nope"},
 		{nil, ""},
-		{ErrInvalidReplicaAssignment, "The manual partition assignment includes broker 2, but no broker with that ID is registered."},
+		{ErrInvalidReplicaAssignment, "The manual partition assignment includes broker 2, but no such broker is registered."},
 		{ErrInvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1."},
 		{ErrInvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"},
 		{ErrPolicyViolation, "Excessively large number of partitions per request."},

@@ -239,13 +239,25 @@ func configMessage(err error) string {
 // each registered and named once, and as many as the previous partitions
 // have (rf, or -1 for none).
 func (p *Planner) validateReplicas(replicas []int32, rf int) error {
+	return validateAssignment(replicas, rf, p.Cluster.Registered)
+}
+
+// ValidateReassignment checks a reassignment's target replicas as
+// ReplicationControlManager.changePartitionReassignment does, with
+// validateManualPartitionAssignment and no replication factor: not empty,
+// each broker registered in img and named once.
+func ValidateReassignment(img *Image, replicas []int32) error {
+	return validateAssignment(replicas, -1, func(id int32) bool { _, ok := img.Broker(id); return ok })
+}
+
+func validateAssignment(replicas []int32, rf int, registered func(int32) bool) error {
 	if len(replicas) == 0 {
 		return newErr(ErrInvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
 	sorted := slices.Sorted(slices.Values(replicas))
 	for i, r := range sorted {
-		if !p.Cluster.Registered(r) {
-			return newErr(ErrInvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no broker with that ID is registered.", r)
+		if !registered(r) {
+			return newErr(ErrInvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
 		}
 		if i > 0 && sorted[i-1] == r {
 			return newErr(ErrInvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)

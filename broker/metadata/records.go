@@ -76,6 +76,10 @@ type PartitionRecord struct {
 	// PartitionRecord), empty when there are none.
 	ELR          []int32
 	LastKnownELR []int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment's,
+	// empty when there is none.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // ConfigRecord sets (Value non-nil) or deletes (Value nil) one config of a
@@ -145,18 +149,26 @@ const partitionRecordV1 = 1
 // fields only when set.
 const partitionRecordV2 = 2
 
+// partitionRecordV3 adds AddingReplicas and RemovingReplicas after
+// LastKnownELR, written only during a reassignment.
+const partitionRecordV3 = 3
+
 // partitionChangeRecordV1 adds ELR and LastKnownELR (nil for no change)
 // to PartitionChangeRecord, written only when either changes.
 const partitionChangeRecordV1 = 1
+
+// partitionChangeRecordV2 adds AddingReplicas and RemovingReplicas (nil
+// for no change) after LastKnownELR, written only when either changes.
+const partitionChangeRecordV2 = 2
 
 // knownVersion reports whether a decoder knows version ver of record type
 // typ.
 func knownVersion(typ, ver uint8) bool {
 	switch typ {
 	case typePartition:
-		return ver <= partitionRecordV2
+		return ver <= partitionRecordV3
 	case typePartitionChange:
-		return ver <= partitionChangeRecordV1
+		return ver <= partitionChangeRecordV2
 	}
 	return ver == recordVersion
 }
@@ -186,6 +198,13 @@ func EncodeBatch(recs []Record) []byte {
 			body.varint(int64(r.LeaderEpoch))
 			body.varint(int64(r.PartitionEpoch))
 			switch {
+			case len(r.AddingReplicas) > 0 || len(r.RemovingReplicas) > 0:
+				ver = partitionRecordV3
+				body.varint(int64(r.LeaderRecoveryState))
+				body.int32s(r.ELR)
+				body.int32s(r.LastKnownELR)
+				body.int32s(r.AddingReplicas)
+				body.int32s(r.RemovingReplicas)
 			case len(r.ELR) > 0 || len(r.LastKnownELR) > 0:
 				ver = partitionRecordV2
 				body.varint(int64(r.LeaderRecoveryState))
@@ -217,12 +236,7 @@ func EncodeBatch(recs []Record) []byte {
 		case ClusterIDRecord:
 			body.str(r.ClusterID)
 		case PartitionChangeRecord:
-			encodePartitionChange(&body, r)
-			if r.ELR != nil || r.LastKnownELR != nil {
-				ver = partitionChangeRecordV1
-				body.nullableInt32s(r.ELR)
-				body.nullableInt32s(r.LastKnownELR)
-			}
+			ver = encodePartitionChange(&body, r)
 		default:
 			if !encodeCluster(&body, r) {
 				panic(fmt.Sprintf("metadata: cannot encode %T", r))
@@ -279,6 +293,10 @@ func DecodeBatch(b []byte) ([]Record, error) {
 			if ver >= partitionRecordV2 {
 				p.ELR = body.int32s()
 				p.LastKnownELR = body.int32s()
+			}
+			if ver >= partitionRecordV3 {
+				p.AddingReplicas = body.int32s()
+				p.RemovingReplicas = body.int32s()
 			}
 			rec = p
 		case typeConfig:

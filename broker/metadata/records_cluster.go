@@ -99,9 +99,10 @@ type BrokerRegistrationChangeRecord struct {
 // LeaderRecoveryState LeaderRecoveryNoChange keeps the state; a nil ELR or
 // LastKnownELR keeps them (KIP-966, tagged fields of Kafka's record).
 // Applying it bumps the partition epoch, and the leader epoch when Leader is
-// not NoLeaderChange, as Kafka's PartitionRegistration.merge. Kafka's
-// reassignment fields (AddingReplicas, RemovingReplicas) and Directories are
-// not carried: Cascade has no reassignment and one directory per broker.
+// not NoLeaderChange, as Kafka's PartitionRegistration.merge. A nil
+// AddingReplicas or RemovingReplicas keeps the reassignment's (KIP-455).
+// Kafka's Directories are not carried: Cascade has one directory set per
+// broker.
 type PartitionChangeRecord struct {
 	TopicID             UUID
 	Partition           int32
@@ -111,6 +112,8 @@ type PartitionChangeRecord struct {
 	LeaderRecoveryState int8
 	ELR                 []int32
 	LastKnownELR        []int32
+	AddingReplicas      []int32
+	RemovingReplicas    []int32
 }
 
 const (
@@ -163,14 +166,27 @@ func encodeCluster(body *writer, r Record) bool {
 	return true
 }
 
-// encodePartitionChange encodes a PartitionChangeRecord's version 0 fields.
-func encodePartitionChange(body *writer, r PartitionChangeRecord) {
+// encodePartitionChange encodes a PartitionChangeRecord at the lowest
+// version that holds its values and returns that version.
+func encodePartitionChange(body *writer, r PartitionChangeRecord) uint8 {
 	body.uuid(r.TopicID)
 	body.varint(int64(r.Partition))
 	body.nullableInt32s(r.ISR)
 	body.varint(int64(r.Leader))
 	body.nullableInt32s(r.Replicas)
 	body.varint(int64(r.LeaderRecoveryState))
+	reassign := r.AddingReplicas != nil || r.RemovingReplicas != nil
+	if r.ELR == nil && r.LastKnownELR == nil && !reassign {
+		return recordVersion
+	}
+	body.nullableInt32s(r.ELR)
+	body.nullableInt32s(r.LastKnownELR)
+	if !reassign {
+		return partitionChangeRecordV1
+	}
+	body.nullableInt32s(r.AddingReplicas)
+	body.nullableInt32s(r.RemovingReplicas)
+	return partitionChangeRecordV2
 }
 
 // decodeCluster decodes the body of a cluster record; ok is false for
@@ -212,6 +228,10 @@ func decodeCluster(typ, ver uint8, body *reader) (Record, bool) {
 		if ver >= partitionChangeRecordV1 {
 			r.ELR = body.nullableInt32s()
 			r.LastKnownELR = body.nullableInt32s()
+		}
+		if ver >= partitionChangeRecordV2 {
+			r.AddingReplicas = body.nullableInt32s()
+			r.RemovingReplicas = body.nullableInt32s()
 		}
 		return r, true
 	}

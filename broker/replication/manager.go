@@ -166,10 +166,13 @@ func (m *Manager) Apply(img *metadata.Image) {
 	seen := map[log.TopicPartition]bool{}
 	for _, t := range img.Topics() {
 		for _, ip := range t.Partitions {
+			tp := log.TopicPartition{Topic: t.Name, Partition: ip.Partition}
 			if len(ip.Replicas) < 2 || !slices.Contains(ip.Replicas, m.cfg.NodeID) {
+				if s := m.states[tp]; s != nil && slices.Equal(ip.Replicas, []int32{m.cfg.NodeID}) {
+					m.leadAloneLocked(s, ip)
+				}
 				continue
 			}
-			tp := log.TopicPartition{Topic: t.Name, Partition: ip.Partition}
 			p := m.parts.Get(tp)
 			if p == nil {
 				continue // the log failed to open: an offline replica
@@ -198,6 +201,24 @@ func (m *Manager) Apply(img *metadata.Image) {
 			m.forgetLocked(s)
 		}
 	}
+}
+
+// leadAloneLocked hands a replicated partition whose replicas shrank to
+// this node alone (a reassignment) to the single-replica path: it leads
+// from the new epoch, and as the whole ISR everything in its log is
+// committed, as a Kafka leader whose ISR is itself advances the high
+// watermark to its log end. m.mu is held.
+func (m *Manager) leadAloneLocked(s *pstate, ip metadata.Partition) {
+	m.forgetLocked(s)
+	if ip.Leader != m.cfg.NodeID || m.parts.Get(s.tp) != s.p {
+		return
+	}
+	if err := s.p.MakeLeader(ip.LeaderEpoch); err != nil && !errors.Is(err, partition.ErrDeleted) {
+		m.log.Error("starting leader epoch", "topic", s.tp.Topic, "partition", s.tp.Partition, "err", err)
+		return
+	}
+	s.p.AdvanceHighWatermark(s.p.LogEndOffset())
+	m.log.Info("became leader", "topic", s.tp.Topic, "partition", s.tp.Partition, "leader_epoch", ip.LeaderEpoch, "isr", ip.ISR)
 }
 
 // applyPartition applies one partition's registration. m.mu is held.

@@ -288,3 +288,33 @@ func TestTruncationForMatchesCache(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkToLeaderAlone checks a reassignment that leaves the leader the
+// only replica: the partition leaves replication and, the ISR being the
+// leader alone, everything in its log is committed at once, as in Kafka.
+func TestShrinkToLeaderAlone(t *testing.T) {
+	m, p, _, _ := leaderSetup(t)
+	if _, err := p.Append(batch(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	m.Appended(tp0)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before any follower fetched", hw)
+	}
+	img, err := metadata.Apply(image(t), []metadata.Record{metadata.PartitionChangeRecord{TopicID: metadata.UUID{1},
+		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderRecoveryState: metadata.LeaderRecoveryNoChange}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the broker does: the partitions first, then replication.
+	if err := m.parts.Sync([]partition.Spec{{TP: tp0, TopicID: [16]byte{1}, LeaderEpoch: 1, Config: log.DefaultConfig()}}); err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(img)
+	if m.Replicated(tp0) {
+		t.Fatal("a partition with one replica is still replicated")
+	}
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d after the shrink to the leader alone, want the log end 3", hw)
+	}
+}
