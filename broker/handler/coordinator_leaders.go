@@ -23,7 +23,10 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile), one it stops leading is
 // unloaded, and a group or transactional id whose partition it does not
 // lead is NOT_COORDINATOR. The coordinator epoch is the partition's leader
-// epoch. This file holds what both coordinators and FindCoordinator share.
+// epoch. The partitions are replicated as any topic's, so the load reads
+// the node's own replica, which as leader taken from the ISR holds every
+// write a coordinator answered (coordinator_acks.go). This file holds what
+// both coordinators and FindCoordinator share.
 
 // offsetsTopicSpec is __consumer_offsets as Kafka's
 // GroupCoordinator.groupMetadataTopicConfigs creates it: compacted, 100 MiB
