@@ -127,6 +127,42 @@ func TestClusterGroupWriteAwaitsHighWatermark(t *testing.T) {
 			t.Fatalf("%s: commit code %d, want %d", tc.name, code, tc.want)
 		}
 	}
+
+	// With the high watermark behind the last write (a follower not
+	// caught up), a read of the partition's groups waits for it too, so
+	// that it never shows what a failover could lose.
+	p := c.env.Partitions.Get(log.TopicPartition{Topic: consumerOffsetsTopic, Partition: 0})
+	p.SetReplicated(true)
+	answered := make(chan int16, 1)
+	go func() { answered <- commitOffset(c, g0, 20) }()
+	h.next(t, consumerOffsetsTopic).done <- nil
+	if code := <-answered; code != 0 {
+		t.Fatalf("commit: code %d", code)
+	}
+	type fetched struct {
+		at   int64
+		code int16
+	}
+	read := make(chan fetched, 1)
+	go func() {
+		at, code := fetchOffset(c, g0)
+		read <- fetched{at, code}
+	}()
+	w := h.next(t, consumerOffsetsTopic)
+	select {
+	case f := <-read:
+		t.Fatalf("offset fetch answered (%+v) with the high watermark behind the commit", f)
+	default:
+	}
+	w.done <- nil
+	if f := <-read; f.code != 0 || f.at != 20 {
+		t.Fatalf("offset fetch: %+v, want 20", f)
+	}
+	// Once the high watermark has passed, reads answer at once.
+	p.AdvanceHighWatermark(p.LogEndOffset())
+	if at, code := fetchOffset(c, g0); code != 0 || at != 20 {
+		t.Fatalf("offset fetch with the write committed: %d code %d", at, code)
+	}
 }
 
 // TestClusterTxnWriteAwaitsHighWatermark checks that the transaction

@@ -50,6 +50,11 @@ type GroupCoordinator struct {
 	img     *metadata.Image                // image last given to SetTopics
 	waiters map[uint64]groupWaiter
 	nextID  uint64
+	// written is, per replicated partition, the end of the last batch
+	// appended: a reply on the partition's groups waits until the high
+	// watermark reaches it, so that no answer shows a write that may not
+	// survive a failover (uncommittedPartition).
+	written map[int32]int64
 	// seqs are the next sequence numbers of the transactional batches
 	// this coordinator writes for producers (TxnOffsetCommit), per
 	// partition, as the log checks sequences of coordinator appends.
@@ -83,6 +88,7 @@ func NewGroupCoordinator(env *Env, cfg group.Config) *GroupCoordinator {
 		calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
 		lead:    newLeadership(consumerOffsetsTopic, false),
 		waiters: map[uint64]groupWaiter{},
+		written: map[int32]int64{},
 		seqs:    map[producerSeqKey]producerSeq{},
 	}
 }
@@ -382,6 +388,7 @@ func (c *GroupCoordinator) process() {
 			}
 			if end >= 0 {
 				required[b.partition] = end
+				c.written[b.partition] = end
 			}
 		}
 		uncommitted := map[int32][]groupAnswer{}
@@ -395,14 +402,14 @@ func (c *GroupCoordinator) process() {
 				w.ch <- group.ErrorResponse(w.req, code)
 				continue
 			}
-			if n, ok := c.writtenPartition(w.req, required); ok {
+			if n, ok := c.uncommittedPartition(w.req, required); ok {
 				uncommitted[n] = append(uncommitted[n], groupAnswer{groupWaiter: w, msg: r.Msg})
 				continue
 			}
 			w.ch <- r.Msg
 		}
 		for n, as := range uncommitted {
-			c.answerCommitted(n, required[n], as)
+			c.answerCommitted(n, c.written[n], as)
 		}
 		for n := range failed {
 			c.reload(n)
@@ -523,10 +530,13 @@ type groupAnswer struct {
 	msg kmsg.Response
 }
 
-// writtenPartition returns the partition of the first of req's groups
-// whose partition was just written and is replicated.
-func (c *GroupCoordinator) writtenPartition(req kmsg.Request, required map[int32]int64) (int32, bool) {
-	if len(required) == 0 {
+// uncommittedPartition returns the partition of the first of req's groups
+// whose answer must wait for the high watermark: one just written
+// (required), or one whose last write the high watermark has not reached
+// yet. Kafka's CoordinatorRuntime answers reads from the state as of the
+// high watermark instead; waiting for it gives the same answers, later.
+func (c *GroupCoordinator) uncommittedPartition(req kmsg.Request, required map[int32]int64) (int32, bool) {
+	if len(c.written) == 0 {
 		return 0, false
 	}
 	for _, g := range group.GroupIDs(req) {
@@ -534,6 +544,15 @@ func (c *GroupCoordinator) writtenPartition(req kmsg.Request, required map[int32
 		if _, ok := required[n]; ok {
 			return n, true
 		}
+		end, ok := c.written[n]
+		if !ok {
+			continue
+		}
+		if p := c.parts[n]; p != nil && p.HighWatermark() >= end {
+			delete(c.written, n)
+			continue
+		}
+		return n, true
 	}
 	return 0, false
 }

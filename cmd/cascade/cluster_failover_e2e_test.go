@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -454,4 +455,133 @@ func TestClusterTxnCoordinatorFailover(t *testing.T) {
 		t.Fatalf("%d input records more than once in the committed output: %v", len(dup), dup[:min(len(dup), 20)])
 	}
 	t.Logf("%d records exactly once in %s across the kill of coordinator %d", records, out, coord)
+}
+
+// txnStateOn returns the state of transactional id as node's
+// DescribeTransactions answers it, "" when the node does not.
+func (c *testCluster) txnStateOn(ctx context.Context, node int32, id string) string {
+	dc, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	resp, err := req.RequestWith(dc, c.cl.Broker(int(node)))
+	if err != nil || len(resp.TransactionStates) != 1 || resp.TransactionStates[0].ErrorCode != 0 {
+		return ""
+	}
+	return resp.TransactionStates[0].State
+}
+
+// TestClusterTxnCoordinatorFailoverMidCommit kills a transaction's
+// coordinator in PrepareCommit: its commit decision is in
+// __transaction_state and the producer was told, but a marker cannot be
+// written because the leader of one of the transaction's partitions is
+// stopped (SIGSTOP). The new leader of the coordinator's
+// __transaction_state partition loads the prepared transaction and sends
+// its markers again, so once the stopped node resumes the transaction
+// completes as committed and a read_committed consumer sees every record
+// of it, once, on every partition.
+func TestClusterTxnCoordinatorFailoverMidCommit(t *testing.T) {
+	c := startTestCluster(t, failoverProps...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const txnID, topic, parts = "failover-prepared", "prepared", 3
+	c.internalReplicated(ctx, 1, txnID, "__transaction_state")
+	c.createReplicated(ctx, topic, parts)
+	coord := c.coordinatorOf(ctx, 1, txnID, -1, []int{1, 2, 3})
+	// stopped leads a partition of the transaction and is neither the
+	// coordinator nor, where possible, the active controller.
+	leaders := c.leadersOn(1, topic)
+	ctl := c.controller(1)
+	stopped := int32(-1)
+	for _, l := range leaders {
+		if l != coord && (stopped < 0 || stopped == ctl) {
+			stopped = l
+		}
+	}
+	if stopped < 0 {
+		t.Fatalf("no partition of %s led by a node other than coordinator %d: %v", topic, coord, leaders)
+	}
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.TransactionalID(txnID),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestTimeoutOverhead(30*time.Second),
+		kgo.RetryTimeout(60*time.Second), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	const perPartition = 5
+	for p := range int32(parts) {
+		for i := range perPartition {
+			prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, i))}, nil)
+		}
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatalf("transactional produce: %v", err)
+	}
+	sp := c.procs[stopped-1]
+	if err := sp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			sp.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("EndTxn(commit) with node %d stopped: %v", stopped, err)
+	}
+	// The decision is logged; the marker for node stopped's partition
+	// waits for it.
+	if s := c.txnStateOn(ctx, coord, txnID); s != "PrepareCommit" {
+		t.Fatalf("coordinator %d describes %s as %q after EndTxn, want PrepareCommit", coord, txnID, s)
+	}
+	c.procs[coord-1].kill()
+	if err := sp.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	t.Logf("coordinator %d killed in PrepareCommit with node %d (leading a partition of the transaction) stopped", coord, stopped)
+	live := others(coord)
+	next := c.coordinatorOf(ctx, 1, txnID, coord, live)
+	waitFor(t, 90*time.Second, "the transaction completed by the new coordinator", func() bool {
+		return c.txnStateOn(ctx, next, txnID) == "CompleteCommit"
+	})
+	t.Logf("node %d completed the commit of %s", next, txnID)
+
+	rc, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got := map[string]int{}
+	for deadline := time.Now().Add(60 * time.Second); len(got) < parts*perPartition && time.Now().Before(deadline); {
+		pc, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		rc.PollFetches(pc).EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+		pcancel()
+	}
+	for p := range parts {
+		for i := range perPartition {
+			if v := fmt.Sprintf("%d-%d", p, i); got[v] != 1 {
+				t.Errorf("read_committed %s: %q read %d times, want once", topic, v, got[v])
+			}
+		}
+	}
+	c.procs[coord-1].start(t, c.bin, c.logs[coord-1])
+	waitFor(t, 90*time.Second, "the restarted node back in every __transaction_state ISR", func() bool {
+		tp := c.metadataTopic(int(next), "__transaction_state")
+		if tp == nil {
+			return false
+		}
+		for _, p := range tp.Partitions {
+			if !slices.Contains(p.ISR, coord) {
+				return false
+			}
+		}
+		return true
+	})
 }
