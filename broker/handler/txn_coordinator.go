@@ -217,7 +217,11 @@ func (c *TxnCoordinator) request(ctx context.Context, id string, create bool, fn
 			reply <- txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
 			return
 		}
-		c.process(s, fn(s.m, c.nowMs()), reply)
+		if !c.process(s, fn(s.m, c.nowMs()), reply) {
+			// The request's write was not answered: a bug in the
+			// state machine's contract.
+			reply <- txn.Reply{Err: fmt.Errorf("%w: no reply", txn.ErrUnknown), ProducerID: -1, ProducerEpoch: -1}
+		}
 	})
 	if err != nil {
 		return txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
@@ -235,12 +239,15 @@ func (c *TxnCoordinator) request(ctx context.Context, id string, create bool, fn
 }
 
 // process carries out an Output on the loop: appends its writes (whose
-// completion may produce the reply), and starts its marker writes.
-func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.Reply) {
+// completion may produce the reply), and starts its marker writes. It
+// reports whether reply, when not nil, was answered or handed to a write's
+// completion.
+func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.Reply) bool {
 	if out.Reply != nil && reply != nil {
 		reply <- *out.Reply
 		reply = nil
 	}
+	handled := reply == nil
 	for _, mk := range out.Markers {
 		c.writeMarkers(s, mk)
 	}
@@ -251,11 +258,13 @@ func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.R
 		}
 		if err == nil && required >= 0 {
 			c.awaitState(s, w, required, reply)
-		} else {
-			c.process(s, s.m.Appended(w.Op, err), reply)
+			handled = true
+		} else if c.process(s, s.m.Appended(w.Op, err), reply) {
+			handled = true
 		}
 		reply = nil
 	}
+	return handled
 }
 
 // appendState appends one record to the shard's __transaction_state
