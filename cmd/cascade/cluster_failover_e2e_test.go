@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -472,19 +473,34 @@ func (c *testCluster) txnStateOn(ctx context.Context, node int32, id string) str
 }
 
 // TestClusterTxnCoordinatorFailoverMidCommit kills a transaction's
-// coordinator in PrepareCommit: its commit decision is in
-// __transaction_state and the producer was told, but a marker cannot be
-// written because the leader of one of the transaction's partitions is
-// stopped (SIGSTOP). The new leader of the coordinator's
+// coordinator in PrepareCommit, then another's in PrepareAbort: the
+// decision is in __transaction_state and the producer was told, but a
+// marker cannot be written because the leader of one of the transaction's
+// partitions is stopped (SIGSTOP). The new leader of the coordinator's
 // __transaction_state partition loads the prepared transaction and sends
 // its markers again, so once the stopped node resumes the transaction
-// completes as committed and a read_committed consumer sees every record
-// of it, once, on every partition.
+// completes as decided: a read_committed consumer sees every record of the
+// committed one once, on every partition, and none of the aborted one.
 func TestClusterTxnCoordinatorFailoverMidCommit(t *testing.T) {
 	c := startTestCluster(t, failoverProps...)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const txnID, topic, parts = "failover-prepared", "prepared", 3
+	for _, commit := range []bool{true, false} {
+		c.killPrepared(ctx, commit)
+	}
+}
+
+// killPrepared runs one round of TestClusterTxnCoordinatorFailoverMidCommit
+// with its own transactional id and topic.
+func (c *testCluster) killPrepared(ctx context.Context, commit bool) {
+	t := c.t
+	t.Helper()
+	prepared, complete := "PrepareCommit", "CompleteCommit"
+	if !commit {
+		prepared, complete = "PrepareAbort", "CompleteAbort"
+	}
+	txnID, topic := "failover-"+prepared, strings.ToLower(prepared)
+	const parts = 3
 	c.internalReplicated(ctx, 1, txnID, "__transaction_state")
 	c.createReplicated(ctx, topic, parts)
 	coord := c.coordinatorOf(ctx, 1, txnID, -1, []int{1, 2, 3})
@@ -531,27 +547,36 @@ func TestClusterTxnCoordinatorFailoverMidCommit(t *testing.T) {
 			sp.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("EndTxn(commit) with node %d stopped: %v", stopped, err)
+	if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("EndTxn(commit %v) with node %d stopped: %v", commit, stopped, err)
 	}
 	// The decision is logged; the marker for node stopped's partition
 	// waits for it.
-	if s := c.txnStateOn(ctx, coord, txnID); s != "PrepareCommit" {
-		t.Fatalf("coordinator %d describes %s as %q after EndTxn, want PrepareCommit", coord, txnID, s)
+	if s := c.txnStateOn(ctx, coord, txnID); s != prepared {
+		t.Fatalf("coordinator %d describes %s as %q after EndTxn, want %s", coord, txnID, s, prepared)
 	}
 	c.procs[coord-1].kill()
 	if err := sp.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	resumed = true
-	t.Logf("coordinator %d killed in PrepareCommit with node %d (leading a partition of the transaction) stopped", coord, stopped)
-	live := others(coord)
-	next := c.coordinatorOf(ctx, 1, txnID, coord, live)
+	t.Logf("coordinator %d killed in %s with node %d (leading a partition of the transaction) stopped", coord, prepared, stopped)
+	next := c.coordinatorOf(ctx, 1, txnID, coord, others(coord))
 	waitFor(t, 90*time.Second, "the transaction completed by the new coordinator", func() bool {
-		return c.txnStateOn(ctx, next, txnID) == "CompleteCommit"
+		return c.txnStateOn(ctx, next, txnID) == complete
 	})
-	t.Logf("node %d completed the commit of %s", next, txnID)
+	t.Logf("node %d completed %s as %s", next, txnID, complete)
 
+	// A record after the transaction on each partition: read_committed
+	// reads past the transaction's records only once its marker is there.
+	for p := range int32(parts) {
+		pc, pcancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.cl.ProduceSync(pc, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d-end", p))}).FirstErr()
+		pcancel()
+		if err != nil {
+			t.Fatalf("produce to %s-%d: %v", topic, p, err)
+		}
+	}
 	rc, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -559,15 +584,25 @@ func TestClusterTxnCoordinatorFailoverMidCommit(t *testing.T) {
 	}
 	defer rc.Close()
 	got := map[string]int{}
-	for deadline := time.Now().Add(60 * time.Second); len(got) < parts*perPartition && time.Now().Before(deadline); {
+	ends := 0
+	for deadline := time.Now().Add(60 * time.Second); ends < parts && time.Now().Before(deadline); {
 		pc, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		rc.PollFetches(pc).EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+		rc.PollFetches(pc).EachRecord(func(r *kgo.Record) {
+			got[string(r.Value)]++
+			if strings.HasSuffix(string(r.Value), "-end") {
+				ends++
+			}
+		})
 		pcancel()
+	}
+	if ends < parts {
+		t.Fatalf("read_committed %s reached the end of %d of %d partitions: %v", topic, ends, parts, got)
 	}
 	for p := range parts {
 		for i := range perPartition {
-			if v := fmt.Sprintf("%d-%d", p, i); got[v] != 1 {
-				t.Errorf("read_committed %s: %q read %d times, want once", topic, v, got[v])
+			v := fmt.Sprintf("%d-%d", p, i)
+			if want := map[bool]int{true: 1, false: 0}[commit]; got[v] != want {
+				t.Errorf("read_committed %s: %q read %d times, want %d", topic, v, got[v], want)
 			}
 		}
 	}
