@@ -27,7 +27,9 @@ import (
 // clock and replays __consumer_offsets at start, so offsets and groups
 // survive a restart. A single node leads, and loads, every partition; a
 // cluster node loads a partition when the metadata image makes it the
-// leader and unloads it when another does (coordinator_leaders.go).
+// leader and unloads it when another does (coordinator_leaders.go), and on
+// a replicated partition answers only once the high watermark has passed
+// the records (coordinator_acks.go).
 type GroupCoordinator struct {
 	env *Env
 	cfg group.Config

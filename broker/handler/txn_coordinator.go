@@ -47,7 +47,9 @@ type TxnCoordinatorConfig struct {
 // replays __transaction_state at start. A single node leads, and loads,
 // every partition; a cluster node loads the shard of a partition when the
 // metadata image makes it the leader, with the leader epoch as coordinator
-// epoch, and unloads it when another node does (coordinator_leaders.go).
+// epoch, and unloads it when another node does (coordinator_leaders.go);
+// on a replicated partition a state write and a marker count once the high
+// watermark has passed them (coordinator_acks.go).
 type TxnCoordinator struct {
 	env *Env
 	cfg TxnCoordinatorConfig
