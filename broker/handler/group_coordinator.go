@@ -364,10 +364,10 @@ func (c *GroupCoordinator) TopicsDeleted(ctx context.Context) {
 // process appends what the state machine produced, one batch per
 // __consumer_offsets partition, then sends the replies; on a replicated
 // partition the replies of its groups wait for the high watermark to pass
-// the batch (answerCommitted). A failed append
-// answers the replies of that partition's groups with the write error as
-// Kafka maps it (coordinatorWriteErrorCode) and reloads the partition from
-// the log, so memory never runs ahead of what is durable, as Kafka's
+// its last batch (answerCommitted). A failed append answers the replies
+// of that partition's groups with the write error as Kafka maps it
+// (coordinatorWriteErrorCode) and reloads the partition from the log, so
+// memory never runs ahead of what is in the log, as Kafka's
 // CoordinatorRuntime reverts a shard to its last committed state. Replies
 // of groups on other partitions are sent as they are.
 func (c *GroupCoordinator) process() {
