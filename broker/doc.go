@@ -43,12 +43,14 @@
 //
 // Replication (cluster_replication.go, broker/replication): partitions
 // with more than one replica are replicated as Kafka's ISR replication,
-// followers fetching from their leader. The internal topics are placed as
-// any topic, still with factor 1, and each coordinator follows the
-// leadership of its internal-topic partition (handler/coordinator_leaders.go),
-// so a fenced broker's groups and transactional ids have no coordinator
-// until it is unfenced. Transaction markers and verifications travel
-// between brokers on their client listeners (cluster_coordinators.go).
+// followers fetching from their leader. The internal topics are placed and
+// replicated as any topic, and each coordinator follows the leadership of
+// its internal-topic partition (handler/coordinator_leaders.go), answering
+// a write once the partition's high watermark passes it
+// (handler/coordinator_acks.go), so a fenced broker's groups and
+// transactional ids move to the partitions' new leaders. Transaction
+// markers and verifications travel between brokers on their client
+// listeners (cluster_coordinators.go).
 //
 // Use:
 //

@@ -282,7 +282,7 @@ func notRunnablef(format string, args ...any) error {
 // would: a dynamic quorum (controller.quorum.bootstrap.servers of more
 // than one controller, or a node of a multi-node cluster without
 // controller.quorum.voters), replication factors above 1 on a single node
-// and, on a cluster, for the coordinators' internal topics, and metadata
+// and, on a cluster, for the share coordinator's state topic, and metadata
 // log settings other than metadata.log.max.record.bytes.between.snapshots
 // on a cluster node. Every role Kafka runs is runnable: a combined
 // broker,controller node (alone or a voter of a static quorum), a
@@ -303,18 +303,20 @@ func (b *Broker) CheckRunnable() error {
 	}
 	// One node holds one replica: a larger factor could never be met, so
 	// it is refused rather than leaving topics or coordinators unavailable.
-	// A cluster replicates topics, but its coordinators' internal topics
-	// still live on one node.
+	// A cluster replicates every topic, its coordinators' internal topics
+	// too; only the share coordinator's state topic, which Cascade never
+	// creates (it has no share groups), keeps the single node's limit.
 	for _, key := range []string{"default.replication.factor", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor",
 		"share.coordinator.state.topic.min.isr"} {
 		n, _ := asInt64(b.value(key))
-		if n <= 1 || (len(c.Voters) > 1 && key == "default.replication.factor") {
+		share := strings.HasPrefix(key, "share.")
+		if n <= 1 || (len(c.Voters) > 1 && !share) {
 			continue
 		}
 		reason := "a single Cascade node can hold only 1 replica; Cascade does not run a multi-node cluster yet"
 		if len(c.Voters) > 1 {
-			reason = "Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"
+			reason = "Cascade has no share groups, so it never creates __share_group_state"
 		}
 		return &notRunnable{msg: (&ValueError{Name: key, Value: strconv.FormatInt(n, 10), Reason: reason}).Error()}
 	}

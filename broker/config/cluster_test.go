@@ -53,7 +53,7 @@ func TestClusterCombinedNodes(t *testing.T) {
 			t.Fatalf("metadata log dir %q", c.MetadataLog.Dir)
 		}
 		_, err = Load("testdata/kraft-combined.properties", ov)
-		want := "Invalid value 3 for configuration offsets.topic.replication.factor: Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"
+		want := "Invalid value 3 for configuration share.coordinator.state.topic.replication.factor: Cascade has no share groups, so it never creates __share_group_state"
 		if err == nil || err.Error() != want || !errors.Is(err, ErrNotRunnable) {
 			t.Fatalf("node %d: Load gave %v, want %s", id, err, want)
 		}

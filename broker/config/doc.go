@@ -54,8 +54,12 @@
 // (*Broker).CheckRunnable, which refuses, with errors matching
 // ErrNotRunnable, what Cascade's combined nodes cannot run yet: another
 // role, a node that is not a voter, several bootstrap controllers,
-// replication factors above 1 on a single node or for internal topics,
-// metadata log settings.
+// replication factors above 1 on a single node or, on a cluster, for the
+// share coordinator's state topic (Cascade has no share groups), metadata
+// log settings. A multi-node cluster replicates __consumer_offsets and
+// __transaction_state by offsets.topic.replication.factor and
+// transaction.state.log.replication.factor, Kafka's 3 (and
+// transaction.state.log.min.isr 2) when unset.
 //
 // Defaults differ from Kafka's where a single local node needs it:
 // node.id=1, process.roles=broker,controller, listeners

@@ -23,7 +23,10 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile), one it stops leading is
 // unloaded, and a group or transactional id whose partition it does not
 // lead is NOT_COORDINATOR. The coordinator epoch is the partition's leader
-// epoch. This file holds what both coordinators and FindCoordinator share.
+// epoch. The partitions are replicated as any topic's, so the load reads
+// the node's own replica, which as leader taken from the ISR holds every
+// write a coordinator answered (coordinator_acks.go). This file holds what
+// both coordinators and FindCoordinator share.
 
 // offsetsTopicSpec is __consumer_offsets as Kafka's
 // GroupCoordinator.groupMetadataTopicConfigs creates it: compacted, 100 MiB
@@ -66,44 +69,20 @@ func (env *Env) txnStateTopicSpec() metadata.CreateTopic {
 	}
 }
 
-// createInternalTopic creates an internal topic as this node makes it
-// (internalTopic); one that already exists is no error.
+// createInternalTopic creates an internal topic; one that already exists
+// is no error. On a cluster its partitions are placed over the registered
+// brokers as any topic's, with the configured replication factor, so that
+// the group and transaction coordinators spread with their leadership and
+// fail over with it. As Kafka's AutoTopicCreationManager, a factor above
+// the number of registered brokers fails (INVALID_REPLICATION_FACTOR),
+// which FindCoordinator answers COORDINATOR_NOT_AVAILABLE until enough
+// brokers have registered.
 func (env *Env) createInternalTopic(t metadata.CreateTopic) error {
-	res := env.Meta.CreateTopics([]metadata.CreateTopic{env.internalTopic(t)}, false)[0]
+	res := env.Meta.CreateTopics([]metadata.CreateTopic{t}, false)[0]
 	if res.Err != nil && !errors.Is(res.Err, metadata.ErrTopicExists) {
 		return fmt.Errorf("creating %s: %w", t.Name, res.Err)
 	}
 	return nil
-}
-
-// clusterReplicationLimit is the largest replication factor a cluster
-// node gives an internal topic: partitions are not replicated yet, and the
-// controller refuses larger factors (a replica that never receives data
-// would claim a durability it does not have).
-const clusterReplicationLimit = 1
-
-// internalTopic returns the creation of an internal topic as this node
-// makes it: unchanged on a single node. On a cluster its partitions are
-// placed over the registered brokers as any topic's, so that the group and
-// transaction coordinators spread with their leadership. Its replication
-// factor (offsets.topic.replication.factor,
-// transaction.state.log.replication.factor: Kafka's 3 when unset) is
-// lowered to clusterReplicationLimit, and a min.insync.replicas above the
-// factor to the factor, or the topic could never take an acks=all write;
-// the configured values take effect once partitions replicate.
-func (env *Env) internalTopic(t metadata.CreateTopic) metadata.CreateTopic {
-	if env.Cluster == nil {
-		return t
-	}
-	t.ReplicationFactor = min(t.ReplicationFactor, clusterReplicationLimit)
-	if v, ok := t.Configs["min.insync.replicas"]; ok && v != nil {
-		if n, err := strconv.Atoi(*v); err == nil && n > int(t.ReplicationFactor) {
-			factor := strconv.Itoa(int(t.ReplicationFactor))
-			t.Configs = maps.Clone(t.Configs)
-			t.Configs["min.insync.replicas"] = &factor
-		}
-	}
-	return t
 }
 
 // clusterCoordinator answers FindCoordinator for one key on a cluster node:

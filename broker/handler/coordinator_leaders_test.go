@@ -462,13 +462,13 @@ func TestInternalTopicFactorsOnCluster(t *testing.T) {
 		rf     int16
 		minISR string // "" for none
 	}{
-		{"offsets on a cluster", c.env, (*Env).offsetsTopicSpec, 1, ""},
-		{"transaction state on a cluster", c.env, (*Env).txnStateTopicSpec, 1, "1"},
+		{"offsets on a cluster", c.env, (*Env).offsetsTopicSpec, 3, ""},
+		{"transaction state on a cluster", c.env, (*Env).txnStateTopicSpec, 3, "2"},
 		{"offsets on a single node", &single, (*Env).offsetsTopicSpec, single.Config.OffsetsTopicReplicationFactor, ""},
 		{"transaction state on a single node", &single, (*Env).txnStateTopicSpec, single.Config.TransactionStateLogRF,
 			fmt.Sprint(single.Config.TransactionStateLogMinISR)},
 	} {
-		got := tc.env.internalTopic(tc.spec(tc.env))
+		got := tc.spec(tc.env)
 		if got.ReplicationFactor != tc.rf || len(got.Assignments) != 0 {
 			t.Errorf("%s: factor %d, assignments %v; want factor %d placed by the controller", tc.name, got.ReplicationFactor, got.Assignments, tc.rf)
 		}

@@ -27,7 +27,9 @@ import (
 // clock and replays __consumer_offsets at start, so offsets and groups
 // survive a restart. A single node leads, and loads, every partition; a
 // cluster node loads a partition when the metadata image makes it the
-// leader and unloads it when another does (coordinator_leaders.go).
+// leader and unloads it when another does (coordinator_leaders.go), and on
+// a replicated partition answers only once the high watermark has passed
+// the records (coordinator_acks.go).
 type GroupCoordinator struct {
 	env *Env
 	cfg group.Config
@@ -38,6 +40,10 @@ type GroupCoordinator struct {
 	once    sync.Once
 	unsub   func()
 	loaders sync.WaitGroup
+	// ctx ends at Close: the waits for replicated writes give up.
+	ctx    context.Context
+	cancel context.CancelFunc
+	acks   sync.WaitGroup // waits for replicated writes
 
 	// Owned by the loop goroutine.
 	m       *group.Coordinator
@@ -46,6 +52,11 @@ type GroupCoordinator struct {
 	img     *metadata.Image                // image last given to SetTopics
 	waiters map[uint64]groupWaiter
 	nextID  uint64
+	// written is, per replicated partition, the end of the last batch
+	// appended: a reply on the partition's groups waits until the high
+	// watermark reaches it, so that no answer shows a write that may not
+	// survive a failover (uncommittedPartition).
+	written map[int32]int64
 	// seqs are the next sequence numbers of the transactional batches
 	// this coordinator writes for producers (TxnOffsetCommit), per
 	// partition, as the log checks sequences of coordinator appends.
@@ -73,11 +84,13 @@ func NewGroupCoordinator(env *Env, cfg group.Config) *GroupCoordinator {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewSource(env.now().UnixNano()))
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &GroupCoordinator{
-		env: env, cfg: cfg,
+		env: env, cfg: cfg, ctx: ctx, cancel: cancel,
 		calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
 		lead:    newLeadership(consumerOffsetsTopic, false),
 		waiters: map[uint64]groupWaiter{},
+		written: map[int32]int64{},
 		seqs:    map[producerSeqKey]producerSeq{},
 	}
 }
@@ -149,7 +162,9 @@ func (c *GroupCoordinator) Close() {
 	}
 	c.once.Do(func() { close(c.stop) })
 	<-c.done
+	c.cancel()
 	c.loaders.Wait()
+	c.acks.Wait()
 }
 
 // groupTickMax bounds how long the loop sleeps between ticks.
@@ -347,10 +362,12 @@ func (c *GroupCoordinator) TopicsDeleted(ctx context.Context) {
 }
 
 // process appends what the state machine produced, one batch per
-// __consumer_offsets partition, then sends the replies. A failed append
-// answers the replies of that partition's groups with the write error as
-// Kafka maps it (coordinatorWriteErrorCode) and reloads the partition from
-// the log, so memory never runs ahead of what is durable, as Kafka's
+// __consumer_offsets partition, then sends the replies; on a replicated
+// partition the replies of its groups wait for the high watermark to pass
+// its last batch (answerCommitted). A failed append answers the replies
+// of that partition's groups with the write error as Kafka maps it
+// (coordinatorWriteErrorCode) and reloads the partition from the log, so
+// memory never runs ahead of what is in the log, as Kafka's
 // CoordinatorRuntime reverts a shard to its last committed state. Replies
 // of groups on other partitions are sent as they are.
 func (c *GroupCoordinator) process() {
@@ -360,15 +377,23 @@ func (c *GroupCoordinator) process() {
 			return
 		}
 		failed := map[int32]int16{}
+		required := map[int32]int64{} // replicated partition → offset its high watermark must reach
 		for _, b := range batchRecords(rd.Records) {
 			if _, ok := failed[b.partition]; ok {
 				continue
 			}
-			if err := c.appendBatch(b); err != nil {
+			end, err := c.appendBatch(b)
+			if err != nil {
 				failed[b.partition] = coordinatorWriteErrorCode(err)
 				c.env.logger().Warn("appending to __consumer_offsets", "partition", b.partition, "err", err)
+				continue
+			}
+			if end >= 0 {
+				required[b.partition] = end
+				c.written[b.partition] = end
 			}
 		}
+		uncommitted := map[int32][]groupAnswer{}
 		for _, r := range rd.Replies {
 			w, ok := c.waiters[r.ID]
 			if !ok {
@@ -379,7 +404,14 @@ func (c *GroupCoordinator) process() {
 				w.ch <- group.ErrorResponse(w.req, code)
 				continue
 			}
+			if n, ok := c.uncommittedPartition(w.req, required); ok {
+				uncommitted[n] = append(uncommitted[n], groupAnswer{groupWaiter: w, msg: r.Msg})
+				continue
+			}
 			w.ch <- r.Msg
+		}
+		for n, as := range uncommitted {
+			c.answerCommitted(n, c.written[n], as)
 		}
 		for n := range failed {
 			c.reload(n)
@@ -450,11 +482,16 @@ func batchRecords(recs []group.Record) []offsetsBatch {
 	return out
 }
 
-func (c *GroupCoordinator) appendBatch(b offsetsBatch) error {
+// appendBatch appends b to its partition and returns the offset the high
+// watermark must reach before the batch is committed, -1 when the
+// partition is not replicated. As Kafka's CoordinatorPartitionWriter the
+// append itself is requiredAcks=1: the wait for the high watermark is what
+// makes the write durable.
+func (c *GroupCoordinator) appendBatch(b offsetsBatch) (int64, error) {
 	p := c.parts[b.partition]
 	if p == nil {
 		// Not led here: NOT_COORDINATOR, as Kafka's NOT_LEADER_OR_FOLLOWER.
-		return fmt.Errorf("%w: %s-%d not hosted", partition.ErrDeleted, consumerOffsetsTopic, b.partition)
+		return -1, fmt.Errorf("%w: %s-%d not hosted", partition.ErrDeleted, consumerOffsetsTopic, b.partition)
 	}
 	now := c.env.now().UnixMilli()
 	recs := make([]record.Rec, 0, len(b.recs))
@@ -476,16 +513,84 @@ func (c *GroupCoordinator) appendBatch(b offsetsBatch) error {
 	}
 	batch, err := record.Build(spec)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if _, err := p.AppendCoordinator(batch); err != nil {
-		return err
+	info, err := p.AppendCoordinator(batch)
+	if err != nil {
+		return -1, err
 	}
 	if first.Transactional {
 		seq.next += int32(len(recs))
 		c.seqs[key] = seq
 	}
-	return nil
+	return c.env.coordinatorAppended(p.TopicPartition(), info), nil
+}
+
+// groupAnswer is a reply held until its partition's write is committed.
+type groupAnswer struct {
+	groupWaiter
+	msg kmsg.Response
+}
+
+// uncommittedPartition returns the partition of the first of req's groups
+// whose answer must wait for the high watermark: one just written
+// (required), or one whose last write the high watermark has not reached
+// yet. Kafka's CoordinatorRuntime answers reads from the state as of the
+// high watermark instead; waiting for it gives the same answers, later.
+func (c *GroupCoordinator) uncommittedPartition(req kmsg.Request, required map[int32]int64) (int32, bool) {
+	if len(c.written) == 0 {
+		return 0, false
+	}
+	for _, g := range group.GroupIDs(req) {
+		n := c.m.Partition(g)
+		if _, ok := required[n]; ok {
+			return n, true
+		}
+		end, ok := c.written[n]
+		if !ok {
+			continue
+		}
+		if p := c.parts[n]; p != nil && p.HighWatermark() >= end {
+			delete(c.written, n)
+			continue
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// answerCommitted sends the replies of groups on partition n once its high
+// watermark reaches required, as Kafka's CoordinatorRuntime completes a
+// write event; the loop goes on meanwhile. A wait that ends otherwise
+// answers as Kafka's CoordinatorOperationExceptionHelper maps the failure:
+// a timeout (the ISR not catching up) is COORDINATOR_NOT_AVAILABLE, a lost
+// leadership NOT_COORDINATOR. The state machine keeps the write, as
+// Kafka's runtime keeps an appended write whose wait timed out: it is in
+// the log, and commits when the ISR catches up, or goes with the
+// partition's next leader, which this node unloads for.
+func (c *GroupCoordinator) answerCommitted(n int32, required int64, as []groupAnswer) {
+	tp := log.TopicPartition{Topic: consumerOffsetsTopic, Partition: n}
+	c.acks.Add(1)
+	go func() {
+		defer c.acks.Done()
+		err := c.env.awaitCoordinatorWrite(c.ctx, tp, required, groupWriteTimeout)
+		code := int16(0)
+		switch {
+		case err == nil || committedAfterAppend(err):
+		case c.ctx.Err() != nil:
+			code = kerr.CoordinatorNotAvailable.Code
+		default:
+			code = coordinatorWriteErrorCode(err)
+			c.env.logger().Warn("__consumer_offsets write not committed", "partition", n, "err", err)
+		}
+		for _, a := range as {
+			if code != 0 {
+				a.ch <- group.ErrorResponse(a.req, code)
+				continue
+			}
+			a.ch <- a.msg
+		}
+	}()
 }
 
 // reload drops partition n's groups and replays them from the log; requests

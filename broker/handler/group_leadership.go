@@ -115,6 +115,7 @@ func (c *GroupCoordinator) unloadPartition(n int32) {
 		return
 	}
 	delete(c.parts, n)
+	delete(c.written, n)
 	c.m.Unload(n)
 	for k := range c.seqs {
 		if k.partition == n {

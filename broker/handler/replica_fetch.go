@@ -51,15 +51,6 @@ func (env *Env) replicated(tp log.TopicPartition) bool {
 	return env.Replication != nil && env.Replication.Replicated(tp)
 }
 
-// appended tells replication of a leader append outside Produce (a
-// transaction marker), so that an ISR of the leader alone moves the high
-// watermark past it at once.
-func (env *Env) appended(tp log.TopicPartition) {
-	if env.Replication != nil {
-		env.Replication.Appended(tp)
-	}
-}
-
 // followerFetch is a replica's Fetch as the leader serves it, after each
 // read: the first read records every partition's fetch offset with the
 // replication state machine (Kafka's updateFollowerFetchState, once per

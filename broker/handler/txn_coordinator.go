@@ -13,6 +13,8 @@ import (
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/partition"
 	"github.com/cascade-kafka/cascade/broker/record"
+	"github.com/cascade-kafka/cascade/broker/replica"
+	"github.com/cascade-kafka/cascade/broker/replication"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -45,7 +47,9 @@ type TxnCoordinatorConfig struct {
 // replays __transaction_state at start. A single node leads, and loads,
 // every partition; a cluster node loads the shard of a partition when the
 // metadata image makes it the leader, with the leader epoch as coordinator
-// epoch, and unloads it when another node does (coordinator_leaders.go).
+// epoch, and unloads it when another node does (coordinator_leaders.go);
+// on a replicated partition a state write and a marker count once the high
+// watermark has passed them (coordinator_acks.go).
 type TxnCoordinator struct {
 	env *Env
 	cfg TxnCoordinatorConfig
@@ -55,8 +59,11 @@ type TxnCoordinator struct {
 	done    chan struct{}
 	once    sync.Once
 	started atomic.Bool
-	wg      sync.WaitGroup // marker writers and shard loaders
+	wg      sync.WaitGroup // marker writers, shard loaders and waits for replicated writes
 	unsub   func()
+	// ctx ends at Close: the waits for replicated writes give up.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// gates orders transactional appends before markers: a produce holds
 	// its producer's gate shared from verification to append, a marker
@@ -97,8 +104,9 @@ func NewTxnCoordinator(env *Env, cfg TxnCoordinatorConfig) *TxnCoordinator {
 	if cfg.MarkerRetryBackoff <= 0 {
 		cfg.MarkerRetryBackoff = 100 * time.Millisecond
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &TxnCoordinator{env: env, cfg: cfg, calls: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}),
-		lead: newLeadership(TransactionStateTopic, true)}
+		lead: newLeadership(TransactionStateTopic, true), ctx: ctx, cancel: cancel}
 }
 
 // Start loads __transaction_state if it exists (completing transactions
@@ -128,6 +136,7 @@ func (c *TxnCoordinator) Close() {
 	if c.started.Load() {
 		<-c.done
 	}
+	c.cancel()
 	c.wg.Wait()
 }
 
@@ -210,62 +219,122 @@ func (c *TxnCoordinator) request(ctx context.Context, id string, create bool, fn
 			reply <- txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
 			return
 		}
-		c.process(s, fn(s.m, c.nowMs()), reply)
+		if !c.process(s, fn(s.m, c.nowMs()), reply) {
+			// The request's write was not answered: a bug in the
+			// state machine's contract.
+			reply <- txn.Reply{Err: fmt.Errorf("%w: no reply", txn.ErrUnknown), ProducerID: -1, ProducerEpoch: -1}
+		}
 	})
 	if err != nil {
 		return txn.Reply{Err: err, ProducerID: -1, ProducerEpoch: -1}
 	}
+	// On a replicated partition the reply comes once the write is
+	// committed (awaitState).
 	select {
 	case r := <-reply:
 		return r
-	default:
-		// The request's write was not answered: a bug in the state
-		// machine's contract.
-		return txn.Reply{Err: fmt.Errorf("%w: no reply", txn.ErrUnknown), ProducerID: -1, ProducerEpoch: -1}
+	case <-ctx.Done():
+		return txn.Reply{Err: ctx.Err(), ProducerID: -1, ProducerEpoch: -1}
+	case <-c.stop:
+		return txn.Reply{Err: errTxnStopped, ProducerID: -1, ProducerEpoch: -1}
 	}
 }
 
 // process carries out an Output on the loop: appends its writes (whose
-// completion may produce the reply), and starts its marker writes.
-func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.Reply) {
+// completion may produce the reply), and starts its marker writes. It
+// reports whether reply, when not nil, was answered or handed to a write's
+// completion.
+func (c *TxnCoordinator) process(s *txnShard, out txn.Output, reply chan<- txn.Reply) bool {
 	if out.Reply != nil && reply != nil {
 		reply <- *out.Reply
 		reply = nil
 	}
+	handled := reply == nil
 	for _, mk := range out.Markers {
 		c.writeMarkers(s, mk)
 	}
 	for _, w := range out.Writes {
-		err := c.appendState(s, w)
+		required, err := c.appendState(s, w)
 		if err != nil {
 			c.env.logger().Warn("writing transaction state", "transactional_id", w.TransactionalID, "err", err)
 		}
-		c.process(s, s.m.Appended(w.Op, err), reply)
+		if err == nil && required >= 0 {
+			c.awaitState(s, w, required, reply)
+			handled = true
+		} else if c.process(s, s.m.Appended(w.Op, err), reply) {
+			handled = true
+		}
 		reply = nil
 	}
+	return handled
 }
 
 // appendState appends one record to the shard's __transaction_state
-// partition, uncompressed as Kafka's TransactionLog.ENFORCED_COMPRESSION.
-func (c *TxnCoordinator) appendState(s *txnShard, w txn.Write) error {
+// partition, uncompressed as Kafka's TransactionLog.ENFORCED_COMPRESSION,
+// and returns the offset the high watermark must reach before the write is
+// committed (-1 when the partition is not replicated). As Kafka's
+// TransactionStateManager it appends with requiredAcks=-1: with the ISR
+// under transaction.state.log.min.isr nothing is appended
+// (NOT_ENOUGH_REPLICAS, which the client gets as COORDINATOR_NOT_AVAILABLE).
+func (c *TxnCoordinator) appendState(s *txnShard, w txn.Write) (int64, error) {
 	b, err := record.Build(record.NewSpec(record.Rec{Timestamp: c.nowMs(), Key: w.Key, Value: w.Value}))
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if _, err := s.p.AppendCoordinator(b); err != nil {
-		return txnAppendError(err)
+	tp := s.p.TopicPartition()
+	if err := c.env.checkCoordinatorAppend(tp); err != nil {
+		return -1, txnAppendError(err)
 	}
-	return nil
+	info, err := s.p.AppendCoordinator(b)
+	if err != nil {
+		return -1, txnAppendError(err)
+	}
+	return c.env.coordinatorAppended(tp, info), nil
+}
+
+// awaitState completes write w of shard s once the high watermark reaches
+// required, beside the loop: the transaction's pending transition keeps
+// its other requests out meanwhile (CONCURRENT_TRANSACTIONS), as Kafka's
+// TransactionMetadata.pendingState does while its DelayedProduce waits. A
+// wait that fails is the write's failure (txnAppendError): the state
+// machine drops the transition, and the record, if it commits later, is
+// read by the partition's next load. A shard unloaded meanwhile answers
+// NOT_COORDINATOR.
+func (c *TxnCoordinator) awaitState(s *txnShard, w txn.Write, required int64, reply chan<- txn.Reply) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := c.env.awaitCoordinatorWrite(c.ctx, s.p.TopicPartition(), required, txnWriteTimeout)
+		if err != nil {
+			c.env.logger().Warn("transaction state write not committed", "transactional_id", w.TransactionalID, "err", err)
+			err = txnAppendError(err)
+		}
+		posted := c.post(func() {
+			if c.shards[s.n] != s {
+				if reply != nil {
+					reply <- txn.Reply{Err: fmt.Errorf("%w: %s-%d unloaded", txn.ErrNotCoordinator, TransactionStateTopic, s.n),
+						ProducerID: -1, ProducerEpoch: -1}
+				}
+				return
+			}
+			c.process(s, s.m.Appended(w.Op, err), reply)
+		})
+		if !posted && reply != nil {
+			reply <- txn.Reply{Err: errTxnStopped, ProducerID: -1, ProducerEpoch: -1}
+		}
+	}()
 }
 
 // txnAppendError maps a failed __transaction_state append to the error the
 // client gets, as TransactionStateManager.appendTransactionToLog does: a
 // partition no longer led here or a storage failure is NOT_COORDINATOR, a
-// record too large for the topic UNKNOWN_SERVER_ERROR; anything else leaves
-// the coordinator unavailable, so the client retries.
+// record too large for the topic UNKNOWN_SERVER_ERROR; anything else (too
+// few replicas in sync, the ISR not catching up in time) leaves the
+// coordinator unavailable, so the client retries.
 func txnAppendError(err error) error {
 	switch {
-	case errors.Is(err, partition.ErrDeleted), errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrStorage):
+	case errors.Is(err, partition.ErrDeleted), errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrStorage),
+		errors.Is(err, replica.ErrNotLeaderOrFollower):
 		return fmt.Errorf("%w: %v", txn.ErrNotCoordinator, err)
 	case errors.Is(err, log.ErrMessageTooLarge):
 		return fmt.Errorf("%w: %v", txn.ErrUnknown, err)
@@ -412,10 +481,16 @@ func (c *TxnCoordinator) writeMarkers(s *txnShard, mk txn.Markers) {
 }
 
 // retriableMarkerError reports whether a marker append may succeed later,
-// as TransactionMarkerRequestCompletionHandler retries storage and
-// leadership errors.
+// as TransactionMarkerRequestCompletionHandler retries storage, leadership
+// and replication errors (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT).
 func retriableMarkerError(err error) bool {
-	return errors.Is(err, log.ErrStorage) || errors.Is(err, errMarkerRetriable)
+	for _, r := range []error{log.ErrStorage, errMarkerRetriable, replica.ErrNotLeaderOrFollower,
+		replica.ErrNotEnoughReplicas, replica.ErrNotEnoughReplicasAfterAppend, replication.ErrRequestTimedOut} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteMarker appends one commit or abort marker for a producer to a
@@ -452,7 +527,12 @@ func (c *TxnCoordinator) WriteMarkerVersion(topic string, part int32, producerID
 				log.ErrInvalidProducerEpoch, producerID, topic, part, epoch, current, transactionVersion)
 		}
 	}
-	_, err := p.AppendCoordinator(record.ControlBatch(producerID, epoch, commit, coordinatorEpoch, c.nowMs()))
+	tp := log.TopicPartition{Topic: topic, Partition: part}
+	if err := c.env.checkCoordinatorAppend(tp); err != nil {
+		g.Unlock()
+		return err
+	}
+	info, err := p.AppendCoordinator(record.ControlBatch(producerID, epoch, commit, coordinatorEpoch, c.nowMs()))
 	g.Unlock()
 	if errors.Is(err, partition.ErrDeleted) || errors.Is(err, log.ErrClosed) {
 		return nil
@@ -460,7 +540,13 @@ func (c *TxnCoordinator) WriteMarkerVersion(topic string, part int32, producerID
 	if err != nil {
 		return err
 	}
-	c.env.appended(log.TopicPartition{Topic: topic, Partition: part})
+	// As Kafka's WriteTxnMarkers handler (requiredAcks=-1): the marker
+	// is written once committed, so that the partition's next leader has
+	// it; a wait that fails is retried by the coordinator.
+	required := c.env.coordinatorAppended(tp, info)
+	if err := c.env.awaitCoordinatorWrite(c.ctx, tp, required, markerWriteTimeout); err != nil && !committedAfterAppend(err) {
+		return err
+	}
 	if topic == consumerOffsetsTopic {
 		c.hookMu.Lock()
 		hooks := append([]offsetsMarkerFunc(nil), c.offsetsMarker...)

@@ -54,8 +54,8 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, node int, typ int8, ke
 	return resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
 }
 
-// TestClusterCoordinators checks on three processes that group and
-// transaction coordinators follow the leadership of their internal-topic
+// TestClusterCoordinators checks on three processes, with internal topics
+// of one replica, that group and transaction coordinators follow the leadership of their internal-topic
 // partitions: with one group and one transactional id whose partition each
 // node leads, every node's FindCoordinator names that leader, a consumer
 // group on each commits and reads its offsets back, a transactional
@@ -72,8 +72,12 @@ func TestClusterCoordinators(t *testing.T) {
 		t.Skip("builds cmd/cascade and starts three processes")
 	}
 	const parts = 6
+	// Internal topics of one replica: a coordinator's node down leaves its
+	// keys without a coordinator (cluster_failover_e2e_test.go runs them
+	// replicated).
 	tc := startTestCluster(t, "offsets.topic.num.partitions=6", "transaction.state.log.num.partitions=6",
-		"group.initial.rebalance.delay.ms=0")
+		"group.initial.rebalance.delay.ms=0", "offsets.topic.replication.factor=1",
+		"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1")
 	cl, adm := tc.cl, tc.adm
 	// The whole test is bounded: it takes 10 to 20 s on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -109,8 +113,7 @@ func TestClusterCoordinators(t *testing.T) {
 		offLeaders, txnLeaders = leaders("__consumer_offsets"), leaders("__transaction_state")
 		return spread(offLeaders, parts) && spread(txnLeaders, parts)
 	})
-	// The configured factors (Kafka's 3 and min.insync.replicas 2 when
-	// unset) are lowered to 1 while partitions are not replicated.
+	// The internal topics have the configured factors.
 	for _, name := range []string{"__consumer_offsets", "__transaction_state"} {
 		m, err := adm.Metadata(ctx, name)
 		if err != nil {

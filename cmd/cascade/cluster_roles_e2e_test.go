@@ -57,6 +57,10 @@ func TestClusterSplitRoles(t *testing.T) {
 		"controller.listener.names=CONTROLLER",
 		"broker.heartbeat.interval.ms=500",
 		"broker.session.timeout.ms=4000",
+		// Two brokers: Kafka's default factor of 3 could never be
+		// placed, and FindCoordinator would answer
+		// COORDINATOR_NOT_AVAILABLE for ever.
+		"offsets.topic.replication.factor=2",
 	}
 	procs := map[int]*clusterProc{}
 	logs := map[int]*syncBuffer{}

@@ -8,11 +8,11 @@ import (
 )
 
 // TestRunRefusesClusterNodes checks that the server.properties of a node of
-// a cluster that Cascade does not run yet (replicated internal topics)
+// a cluster that Cascade does not run yet (a share coordinator's topic)
 // stops cascade at start, saying so, before any port is bound.
 func TestRunRefusesClusterNodes(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
-		{"kraft-combined.properties", "Invalid value 3 for configuration offsets.topic.replication.factor: Cascade's coordinators answer before their writes replicate, so their internal topics have 1 replica"},
+		{"kraft-combined.properties", "Invalid value 3 for configuration share.coordinator.state.topic.replication.factor: Cascade has no share groups, so it never creates __share_group_state"},
 	} {
 		err := run([]string{"-config", "../../broker/config/testdata/" + c.file})
 		if err == nil || err.Error() != c.want || !errors.Is(err, config.ErrNotRunnable) {
