@@ -95,8 +95,8 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// others returns the node ids other than id, in order.
-func others(id int32) []int32 {
+// otherNodes returns the node ids other than id, in order.
+func otherNodes(id int32) []int32 {
 	return slices.DeleteFunc([]int32{1, 2, 3}, func(n int32) bool { return n == id })
 }
 
@@ -132,7 +132,7 @@ func TestClusterReassignPartitions(t *testing.T) {
 	if !exists(c.replicaDir(from, topic)) {
 		t.Fatalf("node %d has no directory %s", from, c.replicaDir(from, topic))
 	}
-	target := others(from)
+	target := otherNodes(from)
 	// Pause a target that is not the active controller: it cannot fetch,
 	// so the reassignment must still be in progress when listed.
 	ctl := c.controller(int(from))
@@ -217,9 +217,9 @@ func TestClusterReassignPartitions(t *testing.T) {
 	const cancelled = "cancelled"
 	home := c.createTopic(cancelled, 1)[0]
 	produceEach(t, ctx, c.cl, cancelled, "kept", []int32{0})
-	extra := others(home)[0]
+	extra := otherNodes(home)[0]
 	if extra == c.controller(int(home)) {
-		extra = others(home)[1]
+		extra = otherNodes(home)[1]
 	}
 	if err := c.procs[extra-1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -249,13 +249,13 @@ func TestClusterReassignPartitions(t *testing.T) {
 	const grown = "grown"
 	first := c.createTopic(grown, 1)[0]
 	produceEach(t, ctx, c.cl, grown, "before", []int32{0})
-	all := append([]int32{first}, others(first)...)
+	all := append([]int32{first}, otherNodes(first)...)
 	if err, msg := c.reassign(grown, 0, all); err != nil {
 		t.Fatalf("reassign %s to %v: %v %s", grown, all, err, msg)
 	}
 	c.waitReassigned(grown, all)
 	produceEach(t, ctx, c.cl, grown, "grown", []int32{0})
-	last := others(first)[1]
+	last := otherNodes(first)[1]
 	if err, msg := c.reassign(grown, 0, []int32{last}); err != nil {
 		t.Fatalf("reassign %s to [%d]: %v %s", grown, last, err, msg)
 	}
@@ -270,7 +270,7 @@ func TestClusterReassignPartitions(t *testing.T) {
 	if got := readAll(t, c.seeds[last-1], grown); !slices.Equal(got, []string{"before", "grown", "shrunk"}) {
 		t.Fatalf("%s read back %q", grown, got)
 	}
-	for _, id := range others(last) {
+	for _, id := range otherNodes(last) {
 		waitFor(t, 30*time.Second, fmt.Sprintf("node %d's replica of %s deleted", id, grown), func() bool {
 			return !exists(c.replicaDir(id, grown))
 		})
