@@ -37,6 +37,10 @@ func (h *heldReplication) FollowerFetch(log.TopicPartition, int32, int64, int64,
 	return -1, nil
 }
 
+func (h *heldReplication) ReadReplicas(log.TopicPartition, int64) (replication.ReadReplica, []replication.ReadReplica, bool) {
+	return replication.ReadReplica{}, nil, false
+}
+
 func (h *heldReplication) CheckAppend(log.TopicPartition, int16) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -65,11 +65,13 @@ func (c *testCluster) coordinatorOf(ctx context.Context, typ int8, key string, a
 	return coord
 }
 
-// createReplicated creates topic with three replicas and
-// min.insync.replicas 2 and waits until every partition's ISR is full.
-func (c *testCluster) createReplicated(ctx context.Context, topic string, parts int32) {
+// createReplicated creates topic with parts partitions of three replicas
+// and min.insync.replicas minISR, and waits until every partition's ISR
+// is full.
+func (c *testCluster) createReplicated(ctx context.Context, topic string, parts int32, minISR int) {
 	c.t.Helper()
-	if _, err := c.adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil {
+	cfg := map[string]*string{"min.insync.replicas": kmsg.StringPtr(strconv.Itoa(minISR))}
+	if _, err := c.adm.CreateTopic(ctx, parts, 3, cfg, topic); err != nil {
 		c.t.Fatalf("CreateTopic %s RF=3: %v", topic, err)
 	}
 	waitFor(c.t, 30*time.Second, topic+" in sync on three replicas", func() bool {
@@ -139,7 +141,7 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 	defer cancel()
 	const group, topic, parts = "failover-group", "failover-in", 3
 	c.internalReplicated(ctx, 0, group, "__consumer_offsets")
-	c.createReplicated(ctx, topic, parts)
+	c.createReplicated(ctx, topic, parts, 2)
 	coord := c.coordinatorOf(ctx, 0, group, -1, []int{1, 2, 3})
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
@@ -344,8 +346,8 @@ func TestClusterTxnCoordinatorFailover(t *testing.T) {
 	const txnID, group, in, out, parts, records = "failover-etl", "failover-etl-group", "etl-in", "etl-out", 3, 3000
 	c.internalReplicated(ctx, 1, txnID, "__transaction_state")
 	c.internalReplicated(ctx, 0, group, "__consumer_offsets")
-	c.createReplicated(ctx, in, parts)
-	c.createReplicated(ctx, out, parts)
+	c.createReplicated(ctx, in, parts, 2)
+	c.createReplicated(ctx, out, parts, 2)
 	for i := range records {
 		c.cl.Produce(ctx, &kgo.Record{Topic: in, Partition: int32(i % parts), Value: []byte(strconv.Itoa(i))}, nil)
 	}
@@ -502,7 +504,7 @@ func (c *testCluster) killPrepared(ctx context.Context, commit bool) {
 	txnID, topic := "failover-"+prepared, strings.ToLower(prepared)
 	const parts = 3
 	c.internalReplicated(ctx, 1, txnID, "__transaction_state")
-	c.createReplicated(ctx, topic, parts)
+	c.createReplicated(ctx, topic, parts, 2)
 	coord := c.coordinatorOf(ctx, 1, txnID, -1, []int{1, 2, 3})
 	// stopped leads a partition of the transaction and is neither the
 	// coordinator nor, where possible, the active controller.

@@ -105,7 +105,7 @@ func TestClusterIdempotentRetryAfterFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic = "idem"
-	c.createReplicated(ctx, topic, 2)
+	c.createReplicated(ctx, topic, 1, 2)
 
 	gate := &answerGate{}
 	defer gate.open()

@@ -132,7 +132,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const topic = "durable"
-	c.createReplicated(ctx, topic, 2)
+	c.createReplicated(ctx, topic, 1, 2)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second),
@@ -316,20 +316,6 @@ func TestClusterReplicationFailover(t *testing.T) {
 // fastReplication are the replication timings of the failover tests: a
 // follower out of the ISR after 4 s, fetches answered within 200 ms.
 var fastReplication = []string{"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "replica.fetch.backoff.ms=100"}
-
-// createReplicated creates topic with one partition, three replicas and
-// min.insync.replicas minISR, and waits for its ISR of three.
-func (c *testCluster) createReplicated(ctx context.Context, topic string, minISR int) {
-	c.t.Helper()
-	cfg := map[string]*string{"min.insync.replicas": kmsg.StringPtr(strconv.Itoa(minISR))}
-	if _, err := c.adm.CreateTopic(ctx, 1, 3, cfg, topic); err != nil {
-		c.t.Fatalf("CreateTopic %s RF=3: %v", topic, err)
-	}
-	waitFor(c.t, 30*time.Second, "three replicas in the ISR", func() bool {
-		l, isr := c.partitionOn(1, topic)
-		return l >= 0 && len(isr) == 3
-	})
-}
 
 // produceNumbers produces 0, 1, 2, ... with prod every pause until ctx
 // ends or finish is called, recording the outcomes in acks. finish stops
