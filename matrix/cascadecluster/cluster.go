@@ -173,7 +173,7 @@ func start(ctx context.Context, bin string, opts Options) (_ *Cluster, err error
 	}
 	voters := c.voters()
 	for _, n := range c.nodes {
-		props := NodeProperties(n, voters)
+		props := NodeProperties(n, voters, nodes)
 		for k, v := range opts.Overrides {
 			props[k] = v
 		}
@@ -208,12 +208,15 @@ func (c *Cluster) voters() string {
 	return strings.Join(vs, ",")
 }
 
-// NodeProperties returns the server.properties of one node: a combined
-// broker and controller with its two listeners and the static voter set,
-// Cascade's defaults (Kafka's) for everything else, except that the
-// internal topics have replication factor 1 (topics are RF=1 for now) and
-// group.initial.rebalance.delay.ms is 0, as apachekafka's cluster has.
-func NodeProperties(n *Node, voters string) map[string]string {
+// NodeProperties returns the server.properties of one node of a cluster
+// of nodes nodes: a combined broker and controller with its two listeners
+// and the static voter set, Cascade's defaults (Kafka's) for everything
+// else, except that the internal topics' replication is capped at the
+// number of nodes and group.initial.rebalance.delay.ms is 0, as
+// apachekafka's cluster has. Share groups do not exist in Cascade, so
+// their state topic keeps 1 replica.
+func NodeProperties(n *Node, voters string, nodes int) map[string]string {
+	rf, isr := strconv.Itoa(min(3, nodes)), strconv.Itoa(min(2, nodes))
 	return map[string]string{
 		"process.roles":                                    "broker,controller",
 		"node.id":                                          strconv.Itoa(n.ID),
@@ -224,9 +227,9 @@ func NodeProperties(n *Node, voters string) map[string]string {
 		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"controller.quorum.voters":                         voters,
 		"log.dirs":                                         filepath.Join(n.Dir, "data"),
-		"offsets.topic.replication.factor":                 "1",
-		"transaction.state.log.replication.factor":         "1",
-		"transaction.state.log.min.isr":                    "1",
+		"offsets.topic.replication.factor":                 rf,
+		"transaction.state.log.replication.factor":         rf,
+		"transaction.state.log.min.isr":                    isr,
 		"share.coordinator.state.topic.replication.factor": "1",
 		"share.coordinator.state.topic.min.isr":            "1",
 		"group.initial.rebalance.delay.ms":                 "0",

@@ -22,14 +22,17 @@ func TestMain(m *testing.M) {
 
 func TestNodeProperties(t *testing.T) {
 	n := &Node{ID: 2, Addr: "127.0.0.1:9000", ControllerAddr: "127.0.0.1:9001", Dir: "/d/node-2"}
-	p := NodeProperties(n, "1@a:1,2@b:2")
+	p := NodeProperties(n, "1@a:1,2@b:2", 2)
 	for k, want := range map[string]string{
-		"process.roles":             "broker,controller",
-		"node.id":                   "2",
-		"listeners":                 "PLAINTEXT://127.0.0.1:9000,CONTROLLER://127.0.0.1:9001",
-		"controller.listener.names": "CONTROLLER",
-		"controller.quorum.voters":  "1@a:1,2@b:2",
-		"log.dirs":                  "/d/node-2/data",
+		"offsets.topic.replication.factor":         "2",
+		"transaction.state.log.replication.factor": "2",
+		"transaction.state.log.min.isr":            "2",
+		"process.roles":                            "broker,controller",
+		"node.id":                                  "2",
+		"listeners":                                "PLAINTEXT://127.0.0.1:9000,CONTROLLER://127.0.0.1:9001",
+		"controller.listener.names":                "CONTROLLER",
+		"controller.quorum.voters":                 "1@a:1,2@b:2",
+		"log.dirs":                                 "/d/node-2/data",
 	} {
 		if p[k] != want {
 			t.Errorf("%s = %q, want %q", k, p[k], want)
