@@ -68,6 +68,9 @@ type Suite struct {
 	Java    driver.Opener
 	// Name is the target's name in the liveness report.
 	Name string
+	// StaleReads lets high watermarks trail the log in the check, as a
+	// cluster's do (linearizability.Options.StaleReads).
+	StaleReads bool
 	// KafkaDefects is set for Apache Kafka only: its anomalies that its
 	// skipped transaction markers explain (kafkadefect.go) are reported as
 	// a defect reproduced instead of failing the run.
@@ -232,7 +235,7 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 		t.Fatal(err)
 	}
 	// The porcupine search grows with the history; a soak gets longer.
-	rep, err := lin.Check(h, lin.Options{Timeout: max(30*time.Second, ft/2)})
+	rep, err := lin.Check(h, lin.Options{Timeout: max(30*time.Second, ft/2), StaleReads: r.StaleReads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +447,7 @@ func (r *Suite) keepArtifacts(h []lin.Op, rep *lin.Report) {
 		html := filepath.Join(r.Dir, "porcupine.html")
 		f, err := os.Create(html)
 		if err == nil {
-			err = errors.Join(lin.Visualize(h, rep.Failing, 30*time.Second, f), f.Close())
+			err = errors.Join(lin.Visualize(h, rep.Failing, lin.Options{Timeout: 30 * time.Second, StaleReads: r.StaleReads}, f), f.Close())
 		}
 		if err != nil {
 			t.Logf("visualization: %v", err)

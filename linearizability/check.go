@@ -92,6 +92,12 @@ type Options struct {
 	// MaxPerKind caps how many anomalies of one kind are kept (the rest are
 	// counted in Report.Dropped); zero means 100.
 	MaxPerKind int
+	// StaleReads lets a fetch's high watermark and a latest offset trail
+	// what the log has committed, as on a cluster: a follower serves a
+	// consumer's fetch from its own high watermark (KIP-392), and a new
+	// leader's high watermark catches up only once its followers fetch
+	// again. What a read returns must still be in the log where it says.
+	StaleReads bool
 }
 
 // Report is the result of Check.
@@ -189,7 +195,7 @@ func Check(history []Op, opt Options) (*Report, error) {
 	}
 	checkDirect(history, ix, rp)
 	if !opt.SkipLinearizability {
-		checkLinearizable(history, ix, opt.Timeout, rp)
+		checkLinearizable(history, ix, opt, rp)
 	}
 	sort.SliceStable(rep.Anomalies, func(i, j int) bool {
 		if rep.Anomalies[i].Kind != rep.Anomalies[j].Kind {

@@ -58,6 +58,9 @@ type step struct {
 	// values hash to fullHash.
 	full     bool
 	fullHash uint64
+	// stale lets a fetch's high watermark or a latest offset trail the
+	// log (Options.StaleReads).
+	stale bool
 }
 
 type logState struct {
@@ -98,6 +101,9 @@ func stepLog(s logState, in *step) []interface{} {
 		}
 		return []interface{}{logState{s.next + 1, s.hash}}
 	case stepFetch, stepLatest:
+		if in.stale && in.offset < s.next {
+			return []interface{}{s}
+		}
 		if in.offset != s.next || (in.full && in.fullHash != s.hash) {
 			return nil
 		}
@@ -200,7 +206,7 @@ func Model() porcupine.Model { return model.ToModel() }
 // layout l) or group-partition (l nil) into porcupine operations.
 // Operations of unknown outcome return at end (after every other
 // operation).
-func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Operation {
+func partitionHistory(h []Op, l *layout, ops []int, end int64, stale bool) []porcupine.Operation {
 	clients := map[string]int{}
 	clientID := func(c string) int {
 		id, ok := clients[c]
@@ -211,6 +217,8 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 		return id
 	}
 	readOffset := map[string]int64{}
+	readCommitted := map[int64]bool{}
+	unread := 0 // produces of unknown outcome whose value no fetch returned
 	for _, i := range ops {
 		o := &h[i]
 		if o.Op == OpFetch && o.Outcome == OutcomeOK {
@@ -220,14 +228,30 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 				}
 			}
 		}
+		if o.Op == OpFetchCommitted && o.Outcome == OutcomeOK {
+			readCommitted[*o.Offset] = true
+		}
 	}
+	for _, i := range ops {
+		if o := &h[i]; o.Op == OpProduce && o.Outcome == OutcomeUnknown {
+			if _, ok := readOffset[o.Value]; !ok {
+				unread++
+			}
+		}
+	}
+	// Filling the offsets nothing names (holes) stands for the unread
+	// produces of unknown outcome: on a partition without transactions
+	// only those can have taken them, so there must be enough of them.
+	// When there are not, the produces are searched for instead, and a
+	// read past what could have been written fails.
+	fillHoles := l != nil && l.complete && (l.hasTxn || len(l.holes) <= unread)
 	var out []porcupine.Operation
 	for _, i := range ops {
 		o := &h[i]
 		if o.Outcome == OutcomeFail {
 			continue
 		}
-		in := &step{offset: -1}
+		in := &step{offset: -1, stale: stale}
 		ret := o.ReturnNs
 		switch o.Op {
 		case OpProduce:
@@ -244,7 +268,7 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 				// known to have reached: searching for it adds only one
 				// branch per such produce.
 				off, ok := readOffset[o.Value]
-				if !ok && l != nil && l.complete {
+				if !ok && fillHoles {
 					continue
 				}
 				if ok {
@@ -279,6 +303,13 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 		case OpCommit:
 			in.kind, in.offset = stepCommit, *o.Offset
 			if o.Outcome == OutcomeUnknown {
+				// A commit of unknown outcome may take effect after
+				// every other operation, where nothing reads it: unless
+				// some read returned its offset, leaving it out changes
+				// no verdict and spares the search a branch.
+				if !readCommitted[in.offset] {
+					continue
+				}
 				in.maybe, ret = true, end
 			}
 		case OpFetchCommitted:
@@ -305,8 +336,10 @@ func partitionHistory(h []Op, l *layout, ops []int, end int64) []porcupine.Opera
 	for _, g := range l.gaps {
 		fill(g.offset)
 	}
-	for _, off := range l.holes {
-		fill(off)
+	if fillHoles || l.hasTxn {
+		for _, off := range l.holes {
+			fill(off)
+		}
 	}
 	return out
 }
@@ -318,7 +351,8 @@ type linJob struct {
 
 // checkLinearizable runs porcupine on every topic-partition and
 // group-partition in parallel, bounded by timeout overall.
-func checkLinearizable(h []Op, ix *histIndex, timeout time.Duration, rp *reporter) {
+func checkLinearizable(h []Op, ix *histIndex, opt Options, rp *reporter) {
+	timeout := opt.Timeout
 	var end int64
 	for i := range h {
 		if h[i].ReturnNs >= end {
@@ -327,10 +361,10 @@ func checkLinearizable(h []Op, ix *histIndex, timeout time.Duration, rp *reporte
 	}
 	var jobs []linJob
 	for _, tp := range ix.tps {
-		jobs = append(jobs, linJob{tp.String(), partitionHistory(h, ix.layouts[tp], ix.perTP[tp], end)})
+		jobs = append(jobs, linJob{tp.String(), partitionHistory(h, ix.layouts[tp], ix.perTP[tp], end, opt.StaleReads)})
 	}
 	for _, g := range ix.groups {
-		jobs = append(jobs, linJob{g.String(), partitionHistory(h, nil, ix.perGroup[g], end)})
+		jobs = append(jobs, linJob{g.String(), partitionHistory(h, nil, ix.perGroup[g], end, false)})
 	}
 	results := make([]porcupine.CheckResult, len(jobs))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -374,7 +408,7 @@ func checkLinearizable(h []Op, ix *histIndex, timeout time.Duration, rp *reporte
 // Visualize runs porcupine verbosely on the operations of key (a
 // "topic-partition" or "group/topic-partition", as in Report.Failing) and
 // writes its HTML visualization to w.
-func Visualize(h []Op, key string, timeout time.Duration, w io.Writer) error {
+func Visualize(h []Op, key string, opt Options, w io.Writer) error {
 	ix, err := index(h)
 	if err != nil {
 		return err
@@ -409,6 +443,6 @@ func Visualize(h []Op, key string, timeout time.Duration, w io.Writer) error {
 		return fmt.Errorf("no partition %q in history (have %v)", key, keys)
 	}
 	m := model.ToModel()
-	_, info := porcupine.CheckOperationsVerbose(m, partitionHistory(h, l, ops, end), timeout)
+	_, info := porcupine.CheckOperationsVerbose(m, partitionHistory(h, l, ops, end, opt.StaleReads), opt.Timeout)
 	return porcupine.Visualize(m, info, w)
 }

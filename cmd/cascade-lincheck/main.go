@@ -29,8 +29,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	html := fs.String("html", "", "write porcupine's visualization of the failing partition to `FILE`")
 	timeout := fs.Duration("timeout", time.Minute, "bound on the linearizability check; undecided partitions are reported unknown")
 	maxPer := fs.Int("max", 100, "anomalies listed per kind")
+	stale := fs.Bool("stale-reads", false, "let high watermarks trail the log, as a cluster's do")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cascade-lincheck [-html FILE] [-timeout D] HISTORY.jsonl")
+		fmt.Fprintln(stderr, "usage: cascade-lincheck [-html FILE] [-timeout D] [-stale-reads] HISTORY.jsonl")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -46,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cascade-lincheck: %v\n", err)
 		return 2
 	}
-	rep, err := linearizability.Check(h, linearizability.Options{Timeout: *timeout, MaxPerKind: *maxPer})
+	rep, err := linearizability.Check(h, linearizability.Options{Timeout: *timeout, MaxPerKind: *maxPer, StaleReads: *stale})
 	if err != nil {
 		fmt.Fprintf(stderr, "cascade-lincheck: %v\n", err)
 		return 2
@@ -56,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *html != "" && rep.Failing != "" {
 		f, err := os.Create(*html)
 		if err == nil {
-			err = linearizability.Visualize(h, rep.Failing, *timeout, f)
+			err = linearizability.Visualize(h, rep.Failing, linearizability.Options{Timeout: *timeout, StaleReads: *stale}, f)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}

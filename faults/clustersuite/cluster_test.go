@@ -132,7 +132,7 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 	}
 	var mon *faults.Monitor
 	r := &faults.Suite{T: t, Seed: s, Dir: dir, Addrs: ct.C.Seeds(), LogPaths: ct.LogPaths, DataDirs: ct.DataDirs,
-		Faults: fs, RF: 3, Java: faults.JavaOpener(t, ctx, *flagJava), Name: ct.Name, KafkaDefects: kafka,
+		Faults: fs, RF: 3, Java: faults.JavaOpener(t, ctx, *flagJava), Name: ct.Name, KafkaDefects: kafka, StaleReads: true,
 		FaultTime: clusterTime - 5*time.Minute, Period: 4 * time.Second, Txn: *flagTxn, Keep: *flagKeep, Progress: true,
 		Adjust: func(sc *faults.Schedule) {
 			sc.Cover, sc.Rounds = true, len(fs)+*flagRounds
