@@ -78,7 +78,7 @@ func newChanClusterWith(t *testing.T, n int, tweak func(*Config)) (*chanNet, []u
 		wg.Go(func() { tr.run(stop) })
 		cfg := Config{
 			NodeID: id, Voters: voters, Dir: filepath.Join(dir, fmt.Sprint(id)), ClusterID: "chan",
-			Timing: Timing{TickInterval: time.Millisecond, ElectionTick: 10, HeartbeatTick: 1},
+			Timing: Timing{TickInterval: time.Millisecond, ElectionTick: 50, HeartbeatTick: 1},
 			Ticker: func(time.Duration) (<-chan time.Time, func()) { return tick, func() {} },
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
@@ -93,7 +93,9 @@ func newChanClusterWith(t *testing.T, n int, tweak func(*Config)) (*chanNet, []u
 		cn.nodes[id] = node
 		cn.mu.Unlock()
 	}
-	// The test's clock: a tick to every node every 2 ms.
+	// The test's clock: a tick to every node every 2 ms, so an election
+	// takes 100-200 ms of silence: a loaded machine's scheduling stalls
+	// stay below it.
 	wg.Go(func() {
 		for {
 			select {
