@@ -169,7 +169,7 @@ func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		c.close()
+		err = errors.Join(err, c.Close())
 		if strings.Contains(strings.ToLower(err.Error()), "address already in use") {
 			return nil, fmt.Errorf("%w: %v", cluster.ErrPortInUse, err)
 		}
@@ -178,8 +178,8 @@ func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.startTimeout)
 	defer cancel()
 	if err := cluster.WaitForBrokers(ctx, c, c.BrokerIDs()...); err != nil {
-		c.close()
-		return nil, fmt.Errorf("cluster did not form: %w\n%s", err, c.Logs(3000))
+		logs := c.Logs(3000)
+		return nil, fmt.Errorf("cluster did not form: %w\n%s", errors.Join(err, c.Close()), logs)
 	}
 	return c, nil
 }
@@ -358,7 +358,7 @@ func (c *Cluster) Restart(_ context.Context, id int) error {
 	}
 	if err := c.start(nd); err != nil {
 		if _, b, _ := c.take(id); b != nil {
-			b.Kill()
+			err = errors.Join(err, b.Kill())
 		}
 		return fmt.Errorf("brokertest: node %d did not restart: %w\n%s", id, err, nd.log.String())
 	}

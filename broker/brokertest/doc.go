@@ -64,9 +64,14 @@
 //     its own goroutines; silencing a node's listeners alone would leave it
 //     sending heartbeats, Raft messages and fetches, so it would still
 //     lead. Network partitions between in-process nodes (an Isolate and
-//     Heal through proxies) are not offered either: the node's outgoing
-//     connections are not told apart by the proxies of its peers, so a
-//     proxy could cut a node's inbound links only.
+//     Heal) are not offered either: cutting a node off needs every link
+//     to and from it cut, but its peers dial it at the one address it
+//     advertises and at controller.quorum.voters, which are the same for
+//     all of them, so a proxy in front of a node (faults/proxy) cannot
+//     tell which peer a connection comes from, and the broker has no
+//     dialer a test could swap per node. The fault suites cut links
+//     between cmd/cascade processes, each in a network namespace of its
+//     own (matrix/cascadecluster's Placement, faults/netns).
 //   - MoveLeader(topic, partition, id) runs a preferred leader election
 //     (ElectLeaders, KIP-460), so id must be the partition's first replica;
 //     otherwise it returns ErrNotPreferred.
