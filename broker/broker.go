@@ -70,6 +70,7 @@ type Broker struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	killed    bool // Kill, not Close: no clean-shutdown steps (kill.go)
 }
 
 // Start opens the broker's state and starts serving. It returns once the
@@ -430,7 +431,7 @@ func (b *Broker) Close() error {
 
 func (b *Broker) shutdown() error {
 	var errs []error
-	if b.cluster != nil && b.srv != nil {
+	if b.cluster != nil && b.srv != nil && !b.killed {
 		b.cluster.controlledShutdown()
 	}
 	if b.srv != nil {
@@ -459,7 +460,9 @@ func (b *Broker) shutdown() error {
 	if b.unsub != nil {
 		b.unsub()
 	}
-	if b.logs != nil {
+	if b.logs != nil && b.killed {
+		errs = append(errs, b.logs.abandon())
+	} else if b.logs != nil {
 		if b.cluster != nil && b.cluster.brokerPart != nil {
 			// The next registration proves this shutdown clean.
 			b.logs.setBrokerEpoch(b.cluster.epoch.Load())

@@ -97,6 +97,9 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# docker/cascadecontainer's TestComposeConfig validates docker/compose.yaml
+# with a compose tool.
+docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get update -q >/dev/null

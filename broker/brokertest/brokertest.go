@@ -1,15 +1,3 @@
-// Package brokertest starts real Cascade brokers inside a test process: a
-// PLAINTEXT listener on 127.0.0.1 with an ephemeral port, a temporary data
-// dir, and cleanup registered with the test. Any Kafka client can connect to
-// Addr; franz-go helpers are included because most of Cascade's tests use
-// franz-go.
-//
-// Use:
-//
-//	b := brokertest.Start(t)                                      // defaults
-//	b := brokertest.Start(t, map[string]string{"auto.create.topics.enable": "false"})
-//	cl := b.Client(t)                                             // *kgo.Client
-//	b.Restart(t)                                                  // same data dir and port
 package brokertest
 
 import (
@@ -111,7 +99,14 @@ func (b *Broker) Restart(t testing.TB) {
 // ends. opts are appended to SeedBrokers.
 func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr())}, opts...)...)
+	return newClient(t, []string{b.Addr()}, opts)
+}
+
+// newClient returns a franz-go client seeded with seeds, closed when the
+// test ends.
+func newClient(t testing.TB, seeds []string, opts []kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("brokertest: client: %v", err)
 	}

@@ -59,24 +59,12 @@ func openTest(t testing.TB, dir string, c *fakeClock, cfg Config) (*Manager, *Lo
 	return m, l
 }
 
-// crash simulates a process crash: files are closed without a flush, a
-// snapshot, checkpoints or the clean-shutdown marker.
+// crash simulates a process crash with Abandon: files are closed without
+// a flush, a snapshot, checkpoints or the clean-shutdown marker.
 func (m *Manager) crash() {
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
-	close(m.stop)
-	close(m.flusher.stop)
-	m.flusher.done.Wait()
-	m.wg.Wait()
-	for _, l := range m.logs {
-		l.closed.Store(true)
-		for _, s := range l.segments() {
-			s.unref()
-		}
+	if err := m.Abandon(); err != nil {
+		panic("log: abandon: " + err.Error())
 	}
-	m.deletes.Wait()
-	m.lock.Close() // a dead process holds no lock
 }
 
 // batch builds an uncompressed batch of n records with values tagged by tag.

@@ -432,17 +432,9 @@ func (m *Manager) closeLogs(flush bool) error {
 // the checkpoints and, if all of that succeeded, the clean-shutdown marker
 // (LogManager.shutdown).
 func (m *Manager) Close() error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.stopBackground() {
 		return nil
 	}
-	m.closed = true
-	m.mu.Unlock()
-	close(m.stop)
-	close(m.flusher.stop)
-	m.flusher.done.Wait()
-	m.wg.Wait()
 	err := m.closeLogs(true)
 	if cerr := m.WriteCheckpoints(); err == nil {
 		err = cerr

@@ -43,12 +43,27 @@ func (c *Container) Brokers(context.Context) ([]string, error) {
 type settings struct {
 	hostNetwork bool
 	overrides   []string
+	image       string // RunCluster's
 }
 
 // Option configures the broker; it also satisfies
 // testcontainers.ContainerCustomizer, so options and testcontainers'
 // own customizers mix in one argument list.
 type Option func(*settings)
+
+// apply applies the Options among opts to s and returns the others,
+// testcontainers' own customizers.
+func (s *settings) apply(opts []testcontainers.ContainerCustomizer) []testcontainers.ContainerCustomizer {
+	var others []testcontainers.ContainerCustomizer
+	for _, o := range opts {
+		if opt, ok := o.(Option); ok {
+			opt(s)
+			continue
+		}
+		others = append(others, o)
+	}
+	return others
+}
 
 // Customize does nothing: Run reads Options itself.
 func (Option) Customize(*testcontainers.GenericContainerRequest) error { return nil }
@@ -71,18 +86,12 @@ func WithOverride(key, value string) Option {
 // non-nil so that the caller can terminate it (CleanupContainer does).
 func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
 	var s settings
-	var customizers []testcontainers.ContainerCustomizer
-	for _, o := range opts {
-		if opt, ok := o.(Option); ok {
-			opt(&s)
-			continue
-		}
-		customizers = append(customizers, o)
-	}
-	port, err := freePort()
+	customizers := s.apply(opts)
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, fmt.Errorf("cascadecontainer: choose a port: %w", err)
 	}
+	port := ports[0]
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := []string{"--override", "advertised.listeners=PLAINTEXT://" + addr}
 	var base []testcontainers.ContainerCustomizer
@@ -103,7 +112,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 			}),
 		)
 	}
-	base = append(base, testcontainers.WithWaitStrategyAndDeadline(time.Minute, readyOrExited{}))
+	base = append(base, testcontainers.WithWaitStrategyAndDeadline(time.Minute, &readyOrExited{want: 1}))
 	for _, kv := range s.overrides {
 		args = append(args, "--override", kv)
 	}
@@ -119,13 +128,15 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	return c, nil
 }
 
-// readyOrExited waits until the broker prints readyLine (its listener is
-// open by then) and fails at once if the broker exits instead, as it does
-// on a refused configuration key; testcontainers' log strategy would wait
-// out its deadline.
-type readyOrExited struct{}
+// readyOrExited waits until the broker has printed readyLine (its
+// listener is open by then) want times, once per start of the container,
+// and fails at once if the broker exits instead, as it does on a refused
+// configuration key; testcontainers' log strategy would wait out its
+// deadline. A cluster node raises want before each restart, since the log
+// keeps the lines of the earlier runs.
+type readyOrExited struct{ want int }
 
-func (readyOrExited) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+func (r *readyOrExited) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -133,13 +144,12 @@ func (readyOrExited) WaitUntilReady(ctx context.Context, target wait.StrategyTar
 		if err != nil {
 			return fmt.Errorf("read log: %w", err)
 		}
-		var t tail
-		_, err = io.Copy(&t, rc)
+		log, err := io.ReadAll(rc)
 		rc.Close()
 		if err != nil {
 			return fmt.Errorf("read log: %w", err)
 		}
-		if strings.Contains(string(t.b), readyLine) {
+		if strings.Count(string(log), readyLine) >= r.want {
 			return nil
 		}
 		st, err := target.State(ctx)
@@ -157,14 +167,20 @@ func (readyOrExited) WaitUntilReady(ctx context.Context, target wait.StrategyTar
 	}
 }
 
-// freePort returns a TCP port free on loopback at the time of the call.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct TCP ports free on loopback at the time of
+// the call.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		// Held open until all are chosen, so that they differ.
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // logTail returns the end of the container's log for an error message, so

@@ -17,6 +17,28 @@
 // network instead (Linux engines). WithOverride sets any broker property by
 // Apache Kafka's name, as `cascade --override` does.
 //
+// RunCluster starts a cluster instead: n containers, each a combined
+// broker and controller node (process.roles=broker,controller) of one
+// static metadata quorum, on the host's network (Linux engines, or Docker
+// Desktop with host networking enabled) with two free loopback ports each.
+// Kill (SIGKILL), Stop (SIGTERM, a controlled shutdown), Start (the same
+// container, its data and ports), Pause and Resume (docker pause) act on
+// one node:
+//
+//	c, err := cascadecontainer.RunCluster(ctx, 3,
+//		cascadecontainer.WithOverride("min.insync.replicas", "2"))
+//	defer c.Terminate(ctx)
+//	if err != nil {
+//		t.Fatal(err)
+//	}
+//	brokers, err := c.Brokers(ctx) // three 127.0.0.1 addresses
+//	// ... create a topic with replication factor 3, produce ...
+//	c.Kill(ctx, 2)
+//	c.Start(ctx, 2)
+//
+// For a cluster in the test's own process, or of cmd/cascade processes
+// without containers, see broker/brokertest.
+//
 // Without an image registry, testcontainers' reaper (Ryuk) cannot be
 // pulled: set TESTCONTAINERS_RYUK_DISABLED=true and remove containers with
 // testcontainers.CleanupContainer or Terminate, as above.
