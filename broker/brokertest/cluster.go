@@ -187,7 +187,7 @@ func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 // nodeProps is a combined node's configuration: the same as each process
 // of matrix/cascadecluster gets.
 func nodeProps(nd *Node, voters string) map[string]string {
-	return cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.Addr, ControllerAddr: nd.ControllerAddr, Dir: nd.Dir}, voters)
+	return cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.Addr, ControllerAddr: nd.ControllerAddr, Dir: nd.Dir}, voters, strings.Count(voters, ",")+1)
 }
 
 // start starts node nd's broker and waits until it lists itself in its

@@ -115,7 +115,7 @@ func RunCluster(ctx context.Context, n int, opts ...testcontainers.ContainerCust
 // nodeArgs returns cascade's command line for node nd: the node's
 // properties, then the overrides.
 func nodeArgs(nd *Node, voters string, overrides []string) []string {
-	props := cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.Addr, ControllerAddr: nd.ControllerAddr}, voters)
+	props := cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.Addr, ControllerAddr: nd.ControllerAddr}, voters, strings.Count(voters, ",")+1)
 	// The image keeps its data in /var/lib/cascade (its entrypoint's
 	// log.dirs).
 	delete(props, "log.dirs")
