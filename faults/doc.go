@@ -67,6 +67,12 @@
 //	go test ./faults -run SingleNode -faults.kafka=false  # Cascade only
 //	go test ./faults -run SingleNode -faults.txn=false    # without transactions
 //
+// The cluster suites (faults/clustersuite) run the same Suite on three-node
+// clusters whose nodes sit in network namespaces (faults/netns), with the
+// faults of ClusterFaults aimed at whoever holds a role (ClusterTarget),
+// a Monitor of leaders, ISRs and the controller, and the faults × targets
+// table of ClusterMarkdown; faults/README.md describes them.
+//
 // -faults.java=false leaves out the Java clients; -faults.cascade=BIN runs a
 // prebuilt broker; -faults.txn=false leaves out the transactional
 // producers and read_committed consumers. Both targets run with
