@@ -47,6 +47,11 @@ const (
 	// KindLinearizabilityUnknown is a partition whose porcupine check did
 	// not finish within the timeout. It is never read as valid.
 	KindLinearizabilityUnknown Kind = "linearizability_unknown"
+	// KindStaleCommitRead is, under Options.StaleReads, a committed
+	// offset read lower than one read earlier that a later read shows
+	// again (or passes): a coordinator answering from a high watermark
+	// that trails, not a commit lost. Information, not an error.
+	KindStaleCommitRead Kind = "stale_commit_read"
 	// KindUnseen is an acknowledged write that no fetch returned and no
 	// later offset was read either. It is information, not an error: the
 	// run may simply not have drained the partition.
@@ -97,6 +102,10 @@ type Options struct {
 	// consumer's fetch from its own high watermark (KIP-392), and a new
 	// leader's high watermark catches up only once its followers fetch
 	// again. What a read returns must still be in the log where it says.
+	// A committed offset read may likewise return one of the offset's
+	// latest values before its current one (a new group coordinator
+	// answers from its partition's high watermark), and going back is an
+	// anomaly only when no later read shows the higher offset again.
 	StaleReads bool
 }
 
@@ -154,6 +163,10 @@ func (r *Report) Summary() string {
 	if !r.Valid() {
 		verdict = fmt.Sprintf("INVALID: %d anomalies", len(r.Anomalies))
 	}
+	if n := r.Count(KindStaleCommitRead); n > 0 {
+		fmt.Fprintf(&b, "%d ops, %d unseen writes, %d stale committed-offset reads, %s\n", r.Ops, unseen, n, verdict)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%d ops, %d unseen writes, %s\n", r.Ops, unseen, verdict)
 	return b.String()
 }
@@ -170,7 +183,7 @@ func (rp *reporter) add(a Anomaly) {
 		return
 	}
 	rp.per[a.Kind]++
-	if a.Kind == KindUnseen {
+	if a.Kind == KindUnseen || a.Kind == KindStaleCommitRead {
 		rp.r.Info = append(rp.r.Info, a)
 		return
 	}
@@ -193,7 +206,7 @@ func Check(history []Op, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	checkDirect(history, ix, rp)
+	checkDirect(history, ix, opt, rp)
 	if !opt.SkipLinearizability {
 		checkLinearizable(history, ix, opt, rp)
 	}

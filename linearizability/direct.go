@@ -172,7 +172,7 @@ type binding struct {
 }
 
 // checkDirect runs every single-pass check, one topic-partition at a time.
-func checkDirect(h []Op, ix *histIndex, rp *reporter) {
+func checkDirect(h []Op, ix *histIndex, opt Options, rp *reporter) {
 	views := map[string]*txnView{}
 	for _, tp := range ix.tps {
 		checkPartition(h, ix, tp, ix.perTP[tp], rp)
@@ -181,7 +181,7 @@ func checkDirect(h []Op, ix *histIndex, rp *reporter) {
 	}
 	checkVisibility(h, views, rp)
 	for _, g := range ix.groups {
-		checkCommits(h, g, ix.perGroup[g], rp)
+		checkCommits(h, g, ix.perGroup[g], opt.StaleReads, rp)
 	}
 	checkOwners(h, rp)
 }
@@ -341,7 +341,7 @@ func checkLost(h []Op, ix *histIndex, key string, ops []int, read map[string]boo
 // fetch_committed that returned a lower offset than one that completed
 // before it began, when no commit of the lower offset could have been
 // linearized between them.
-func checkCommits(h []Op, g GroupKey, ops []int, rp *reporter) {
+func checkCommits(h []Op, g GroupKey, ops []int, stale bool, rp *reporter) {
 	commitsOf := map[int64][]int{}
 	var reads []int
 	for _, i := range ops {
@@ -377,6 +377,18 @@ func checkCommits(h []Op, g GroupKey, ops []int, rp *reporter) {
 			if c.CallNs <= b.ReturnNs && (c.Outcome == OutcomeUnknown || c.ReturnNs >= a.CallNs) {
 				explained = true
 				break
+			}
+		}
+		if !explained && stale {
+			// A later read at or past the higher offset shows the
+			// commit was not lost.
+			for _, ci := range byCall {
+				if c := &h[ci]; c.CallNs > b.ReturnNs && *c.Offset >= *a.Offset {
+					explained = true
+					rp.add(Anomaly{Kind: KindStaleCommitRead, Key: g.String(), Ops: []int{best, bi, ci},
+						Detail: fmt.Sprintf("committed offset read as %d after %d was read, and as %d again later", *b.Offset, *a.Offset, *c.Offset)})
+					break
+				}
 			}
 		}
 		if !explained {

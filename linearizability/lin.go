@@ -117,6 +117,34 @@ func stepLog(s logState, in *step) []interface{} {
 	return nil
 }
 
+// staleDepth is how many of a committed offset's latest values a read
+// may return under Options.StaleReads: the current one or one of the
+// values it had before.
+const staleDepth = 32
+
+// staleRegister is a committed offset under Options.StaleReads: its value
+// now first, then the values it had before, latest first; -1 is none.
+type staleRegister [staleDepth]int64
+
+func stepStaleRegister(s staleRegister, in *step) []interface{} {
+	switch in.kind {
+	case stepCommit:
+		next := staleRegister{in.offset}
+		copy(next[1:], s[:staleDepth-1])
+		if in.maybe {
+			return []interface{}{s, next}
+		}
+		return []interface{}{next}
+	case stepFetchCommitted:
+		for _, v := range s {
+			if v == in.offset {
+				return []interface{}{s}
+			}
+		}
+	}
+	return nil
+}
+
 func stepRegister(s int64, in *step) []interface{} {
 	switch in.kind {
 	case stepCommit:
@@ -139,6 +167,13 @@ var model = porcupine.NondeterministicModel{
 		in := input.(*step)
 		switch s := state.(type) {
 		case nil:
+			if (in.kind == stepCommit || in.kind == stepFetchCommitted) && in.stale {
+				var none staleRegister
+				for i := range none {
+					none[i] = -1
+				}
+				return stepStaleRegister(none, in)
+			}
 			if in.kind == stepCommit || in.kind == stepFetchCommitted {
 				return stepRegister(-1, in)
 			}
@@ -147,6 +182,8 @@ var model = porcupine.NondeterministicModel{
 			return stepLog(s, in)
 		case int64:
 			return stepRegister(s, in)
+		case staleRegister:
+			return stepStaleRegister(s, in)
 		}
 		return nil
 	},
@@ -157,6 +194,12 @@ var model = porcupine.NondeterministicModel{
 			return uint64(s.next)*0x9e3779b97f4a7c15 ^ s.hash
 		case int64:
 			return uint64(s)
+		case staleRegister:
+			var h uint64
+			for _, v := range s {
+				h = h*0x9e3779b97f4a7c15 ^ uint64(v)
+			}
+			return h
 		}
 		return 0
 	},
@@ -193,6 +236,8 @@ var model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("next=%d hash=%016x", s.next, s.hash)
 		case int64:
 			return fmt.Sprintf("committed=%d", s)
+		case staleRegister:
+			return fmt.Sprintf("committed=%d (before: %v)", s[0], s[1:])
 		}
 		return "empty"
 	},
@@ -364,7 +409,7 @@ func checkLinearizable(h []Op, ix *histIndex, opt Options, rp *reporter) {
 		jobs = append(jobs, linJob{tp.String(), partitionHistory(h, ix.layouts[tp], ix.perTP[tp], end, opt.StaleReads)})
 	}
 	for _, g := range ix.groups {
-		jobs = append(jobs, linJob{g.String(), partitionHistory(h, nil, ix.perGroup[g], end, false)})
+		jobs = append(jobs, linJob{g.String(), partitionHistory(h, nil, ix.perGroup[g], end, opt.StaleReads)})
 	}
 	results := make([]porcupine.CheckResult, len(jobs))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -62,3 +62,30 @@ func TestUnknownCommitReadBack(t *testing.T) {
 		t.Errorf("the unknown commit read back judged invalid:\n%s", rep.Summary())
 	}
 }
+
+// Under StaleReads a committed offset read lower than one read before is
+// a stale read when a later read shows the higher offset again, and a lost
+// commit when none does.
+func TestStaleCommitReads(t *testing.T) {
+	commit := func(c string, off, call, ret int64) Op {
+		return Op{Client: c, Op: OpCommit, Group: "g", Topic: "t", CallNs: call, ReturnNs: ret, Outcome: OutcomeOK, Offset: Int64(off)}
+	}
+	read := func(off, call, ret int64) Op {
+		return Op{Client: "r", Op: OpFetchCommitted, Group: "g", Topic: "t", CallNs: call, ReturnNs: ret, Outcome: OutcomeOK, Offset: Int64(off)}
+	}
+	h := []Op{commit("a", 5, 0, 10), commit("a", 9, 20, 30), read(9, 40, 50), read(5, 60, 70)}
+	for _, stale := range []bool{false, true} {
+		rep, _ := Check(h, Options{StaleReads: stale})
+		if rep.Valid() || rep.Count(KindCommitBackwards) == 0 {
+			t.Errorf("StaleReads %v: a commit never read again judged valid:\n%s", stale, rep.Summary())
+		}
+	}
+	h = append(h, read(9, 80, 90))
+	if rep, _ := Check(h, Options{}); rep.Valid() {
+		t.Errorf("a read going back judged valid without StaleReads")
+	}
+	rep, _ := Check(h, Options{StaleReads: true})
+	if !rep.Valid() || len(rep.Info) == 0 || rep.Info[0].Kind != KindStaleCommitRead {
+		t.Errorf("a stale read shown again later: valid %v, info %v\n%s", rep.Valid(), rep.Info, rep.Summary())
+	}
+}
