@@ -59,6 +59,11 @@ type Workload struct {
 	// NoIdempotence turns the producers' idempotence off, so that lost
 	// answers become duplicates: a control that the checks can fail.
 	NoIdempotence bool
+	// LeaderAcks has the franz-go producers ask for acks=1 (their
+	// idempotence off, which needs acks=all): the leader answers after
+	// its own append, so a leader cut off and replaced loses what it
+	// acknowledged alone. A negative control's setting.
+	LeaderAcks bool
 
 	mu       sync.Mutex
 	produced int
@@ -162,8 +167,11 @@ func (w *Workload) produce(ctx context.Context, i int) error {
 		kgo.RecordDeliveryTimeout(4 * time.Second),
 		kgo.ProducerLinger(0),
 	}
-	if w.NoIdempotence {
+	if w.NoIdempotence || w.LeaderAcks {
 		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	if w.LeaderAcks {
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
 	}
 	cl, err := kgo.NewClient(w.clientOpts(opts...)...)
 	if err != nil {

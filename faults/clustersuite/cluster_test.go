@@ -13,6 +13,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/faults"
 	"github.com/cascade-kafka/cascade/faults/netns"
+	lin "github.com/cascade-kafka/cascade/linearizability"
 	"github.com/cascade-kafka/cascade/matrix/apachekafka"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
 )
@@ -167,4 +168,91 @@ func replaceBetween(path, begin, end, body string) error {
 		return fmt.Errorf("%s: no %s ... %s section", path, begin, end)
 	}
 	return os.WriteFile(path, []byte(s[:i+len(begin)]+"\n"+body+s[j:]), 0o644)
+}
+
+// controlSeed is the negative control's fixed seed.
+const controlSeed = 7
+
+// TestClusterNegativeControl runs the suite on settings that must lose
+// acknowledged writes, as the teeth: min.insync.replicas=1,
+// unclean.leader.election.enable=true and acks=1 producers, under a
+// schedule that isolates and kills partition leaders. A leader cut off
+// from its peers keeps acknowledging acks=1 writes alone until it is
+// fenced; its successor never had them. The check must report them lost,
+// on both targets.
+func TestClusterNegativeControl(t *testing.T) {
+	if testing.Short() || !*flagRun {
+		t.Skip("the cluster suites are off (-short, or without -faults.cluster)")
+	}
+	if err := netns.Available(); err != nil {
+		t.Skip(err)
+	}
+	for _, kafka := range []bool{true, false} {
+		name := "cascade"
+		if kafka {
+			name = "kafka"
+		}
+		t.Run(name, func(t *testing.T) {
+			if kafka && !*flagKafka {
+				t.Skip("the oracle run is off (-faults.kafka=false)")
+			}
+			rep := controlRun(t, kafka)
+			if n := rep.Count(lin.KindLostWrite); n == 0 {
+				t.Fatalf("the unsafe settings lost no acknowledged write; the check found:\n%s", rep.Summary())
+			} else {
+				t.Logf("the check found %d lost writes on the unsafe settings, as it must", n)
+			}
+		})
+	}
+}
+
+// controlRun starts one target on the unsafe settings and runs the
+// negative control's schedule on it.
+func controlRun(t *testing.T, kafka bool) *lin.Report {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTime)
+	defer cancel()
+	if kafka {
+		if _, err := apachekafka.Ensure(ctx); errors.Is(err, apachekafka.ErrToolMissing) {
+			t.Skip(err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	nw, err := netns.New(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	start := faults.StartCascadeCluster
+	if kafka {
+		start = faults.StartKafkaCluster
+	}
+	ct, err := start(ctx, nw, filepath.Join(dir, "cluster"),
+		map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ct.C.Close()
+	var fs []faults.Fault
+	for _, f := range faults.ClusterFaults(ct, clusterWatch, controlSeed) {
+		if f.Name == "isolate:leader" || f.Name == "hard-shutdown:leader" {
+			fs = append(fs, f)
+		}
+	}
+	r := &faults.Suite{T: t, Seed: controlSeed, Dir: dir, Addrs: ct.C.Seeds(), LogPaths: ct.LogPaths, DataDirs: ct.DataDirs,
+		Faults: fs, RF: 3, Name: ct.Name, StaleReads: true, Control: true,
+		FaultTime: clusterTime - 5*time.Minute, Period: 5 * time.Second, Progress: true,
+		Adjust: func(sc *faults.Schedule) {
+			sc.Cover, sc.Rounds = true, 4
+			sc.MaxConcurrent, sc.Settle = 1, 3*time.Second
+		},
+		Workload: func(w *faults.Workload) {
+			w.Producers, w.ConfluentProducers, w.GroupConsumers, w.LeaderAcks = 3, 0, 0, true
+		}}
+	r.Run(ctx)
+	if r.Report == nil {
+		t.Fatal("the control run produced no report")
+	}
+	return r.Report
 }
