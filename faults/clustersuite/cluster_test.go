@@ -97,15 +97,7 @@ func TestClusterSuites(t *testing.T) {
 func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.ClusterResult, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTime)
 	defer cancel()
-	if kafka {
-		if _, err := apachekafka.Ensure(ctx); errors.Is(err, apachekafka.ErrToolMissing) {
-			t.Skip(err)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	} else if _, err := cascadecluster.Binary(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ensureTarget(t, ctx, kafka)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -211,13 +203,7 @@ func TestClusterNegativeControl(t *testing.T) {
 func controlRun(t *testing.T, kafka bool) *lin.Report {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTime)
 	defer cancel()
-	if kafka {
-		if _, err := apachekafka.Ensure(ctx); errors.Is(err, apachekafka.ErrToolMissing) {
-			t.Skip(err)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureTarget(t, ctx, kafka)
 	dir := t.TempDir()
 	nw, err := netns.New(3)
 	if err != nil {
@@ -255,4 +241,21 @@ func controlRun(t *testing.T, kafka bool) *lin.Report {
 		t.Fatal("the control run produced no report")
 	}
 	return r.Report
+}
+
+// ensureTarget provisions Apache Kafka's jars (skipping the test where
+// Java or Maven is missing) or builds Cascade.
+func ensureTarget(t *testing.T, ctx context.Context, kafka bool) {
+	t.Helper()
+	if !kafka {
+		if _, err := cascadecluster.Binary(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := apachekafka.Ensure(ctx); errors.Is(err, apachekafka.ErrToolMissing) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
 }
