@@ -515,16 +515,18 @@ func (c *Cluster) Controller() (int, error) {
 	return id, nil
 }
 
-// ErrNotPreferred reports a MoveLeader to a replica that is not the
-// partition's first (preferred) one: moving it there needs a reassignment
-// that reorders the replicas (AlterPartitionReassignments).
-var ErrNotPreferred = errors.New("brokertest: not the preferred replica")
+// ErrNotReplica reports a MoveLeader to a node that holds no replica of
+// the partition.
+var ErrNotReplica = errors.New("brokertest: not a replica of the partition")
 
-// MoveLeader makes node the leader of topic's partition with a preferred
-// leader election (ElectLeaders, KIP-460), as kafka-leader-election.sh
-// --election-type PREFERRED does, and waits until Metadata names it. node
-// must be the partition's first replica and in its ISR; after a Kill of
-// the preferred leader and its Restart, this moves the leadership back.
+// MoveLeader makes node the leader of topic's partition and waits until
+// Metadata names it, as an operator does with kafka-reassign-partitions
+// and kafka-leader-election.sh: a node that is not the partition's first
+// (preferred) replica is made first by a reassignment that only reorders
+// the replicas (AlterPartitionReassignments, KIP-455, complete at once),
+// then a preferred leader election (ElectLeaders, KIP-460) moves the
+// leadership. node must be a replica in the ISR; after a Kill of the
+// preferred leader and its Restart, this moves the leadership back.
 func (c *Cluster) MoveLeader(topic string, partition int32, node int) error {
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -532,8 +534,14 @@ func (c *Cluster) MoveLeader(topic string, partition int32, node int) error {
 	if err != nil {
 		return fmt.Errorf("brokertest: move leader of %s-%d: %w", topic, partition, err)
 	}
-	if len(mp.Replicas) == 0 || int(mp.Replicas[0]) != node {
-		return fmt.Errorf("%w: %s-%d's replicas are %v, node %d is not first", ErrNotPreferred, topic, partition, mp.Replicas, node)
+	order := []int32{int32(node)}
+	for _, r := range mp.Replicas {
+		if int(r) != node {
+			order = append(order, r)
+		}
+	}
+	if len(order) != len(mp.Replicas) {
+		return fmt.Errorf("%w: %s-%d's replicas are %v, not node %d", ErrNotReplica, topic, partition, mp.Replicas, node)
 	}
 	if int(mp.Leader) == node {
 		return nil
@@ -543,10 +551,35 @@ func (c *Cluster) MoveLeader(topic string, partition int32, node int) error {
 		return err
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if int(mp.Replicas[0]) != node {
+		req := kadm.AlterPartitionAssignmentsReq{}
+		req.Assign(topic, partition, order)
+		res, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("brokertest: reorder the replicas of %s-%d to %v: %w", topic, partition, order, err)
+		}
+		err = cluster.Poll(ctx, cluster.PollInterval, func() error {
+			mp, err := c.partition(ctx, topic, partition)
+			if err != nil {
+				return err
+			}
+			if int(mp.Replicas[0]) != node {
+				return fmt.Errorf("Metadata names replicas %v", mp.Replicas)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("brokertest: reorder the replicas of %s-%d: %w", topic, partition, err)
+		}
+	}
 	set := kadm.TopicsSet{}
 	set.Add(topic, partition)
 	err = cluster.Poll(ctx, cluster.PollInterval, func() error {
-		res, err := kadm.NewClient(cl).ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+		res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		if err != nil {
 			return err
 		}

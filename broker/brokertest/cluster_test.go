@@ -142,8 +142,8 @@ func TestClusterControllerKill(t *testing.T) {
 
 // TestClusterStopAndControls stops a leader cleanly (its log dir gets the
 // clean-shutdown marker and the leadership moves), checks that MoveLeader
-// refuses a replica that is not preferred, and that Pause says it cannot
-// be done in process.
+// moves the leadership to a replica that is not first and refuses a node
+// with no replica, and that Pause says it cannot be done in process.
 func TestClusterStopAndControls(t *testing.T) {
 	c := brokertest.StartCluster(t, 3)
 	if got := len(c.Seeds()); got != 3 || c.Bootstrap() == "" {
@@ -158,8 +158,24 @@ func TestClusterStopAndControls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MoveLeader("stop", 0, replicas[1]); !errors.Is(err, brokertest.ErrNotPreferred) {
-		t.Fatalf("MoveLeader to the second replica: %v, want ErrNotPreferred", err)
+	// The second replica leads after a reorder and a preferred election.
+	if err := c.MoveLeader("stop", 0, replicas[1]); err != nil {
+		t.Fatalf("MoveLeader to the second replica: %v", err)
+	}
+	if got, err := c.Replicas("stop", 0); err != nil || got[0] != replicas[1] {
+		t.Fatalf("after MoveLeader the replicas are %v (%v), want %d first", got, err, replicas[1])
+	}
+	if l, err := c.Leader("stop", 0); err != nil || l != replicas[1] {
+		t.Fatalf("after MoveLeader the leader is %d (%v), want %d", l, err, replicas[1])
+	}
+	leader = replicas[1]
+	c.CreateTopic(t, "single", 1, 1, nil)
+	one, err := c.Replicas("single", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MoveLeader("single", 0, 1+one[0]%3); !errors.Is(err, brokertest.ErrNotReplica) {
+		t.Fatalf("MoveLeader to a node with no replica: %v, want ErrNotReplica", err)
 	}
 	if err := c.Pause(leader); !errors.Is(err, brokertest.ErrNotInProcess) {
 		t.Fatalf("Pause: %v, want ErrNotInProcess", err)

@@ -72,9 +72,10 @@
 //     dialer a test could swap per node. The fault suites cut links
 //     between cmd/cascade processes, each in a network namespace of its
 //     own (matrix/cascadecluster's Placement, faults/netns).
-//   - MoveLeader(topic, partition, id) runs a preferred leader election
-//     (ElectLeaders, KIP-460), so id must be the partition's first replica;
-//     otherwise it returns ErrNotPreferred.
+//   - MoveLeader(topic, partition, id) reorders the replicas so that id
+//     is first (AlterPartitionReassignments) and runs a preferred leader
+//     election (ElectLeaders, KIP-460); a node with no replica of the
+//     partition is ErrNotReplica.
 //
 // # A cluster of processes
 //
