@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -105,8 +106,8 @@ func (m *Monitor) Samples() []Sample {
 }
 
 // FaultFigure is what one applied fault cost the clients of a cluster,
-// each figure -1 when it does not apply (the leader never moved) or never
-// happened within the run.
+// each figure -1 when it does not apply (the leader never moved) or did
+// not happen before the next fault was applied.
 type FaultFigure struct {
 	Fault        string
 	Applied      int64
@@ -128,9 +129,15 @@ func ClusterFigures(events []FaultEvent, samples []Sample, h []lin.Op, topic str
 		}
 		f := FaultFigure{Fault: e.Fault, Applied: e.At, Healed: -1,
 			NewLeader: -1, NewControl: -1, FirstAck: -1, ISRBack: -1, ProduceStall: -1}
+		// Each figure counts only what happened before the next fault
+		// was applied, so that it is this fault's.
+		until := int64(math.MaxInt64)
 		for _, e2 := range events[i+1:] {
-			if e2.Heal && e2.Fault == e.Fault {
+			if e2.Heal && e2.Fault == e.Fault && f.Healed < 0 {
 				f.Healed = e2.At
+			}
+			if !e2.Heal {
+				until = e2.At
 				break
 			}
 		}
@@ -144,6 +151,9 @@ func ClusterFigures(events []FaultEvent, samples []Sample, h []lin.Op, topic str
 		if before >= 0 {
 			b := samples[before]
 			for _, s := range samples[before+1:] {
+				if s.At >= until {
+					break
+				}
 				if f.NewLeader < 0 && int(p) < len(s.Leaders) && s.Leaders[p] >= 0 && s.Leaders[p] != b.Leaders[p] {
 					f.NewLeader = time.Duration(s.At - e.At)
 				}
@@ -154,6 +164,9 @@ func ClusterFigures(events []FaultEvent, samples []Sample, h []lin.Op, topic str
 		}
 		if f.Healed >= 0 {
 			for _, s := range samples {
+				if s.At >= until {
+					break
+				}
 				if s.At >= f.Healed && fullISRs(s, nodes) {
 					f.ISRBack = time.Duration(s.At - f.Healed)
 					break
@@ -161,7 +174,7 @@ func ClusterFigures(events []FaultEvent, samples []Sample, h []lin.Op, topic str
 			}
 		}
 		for _, o := range h {
-			if o.Op != lin.OpProduce || o.Outcome != lin.OutcomeOK || o.CallNs < e.At || o.Topic != topic {
+			if o.Op != lin.OpProduce || o.Outcome != lin.OutcomeOK || o.CallNs < e.At || o.ReturnNs >= until || o.Topic != topic {
 				continue
 			}
 			d := time.Duration(o.ReturnNs - e.At)

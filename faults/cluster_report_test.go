@@ -32,6 +32,12 @@ func TestClusterFigures(t *testing.T) {
 	if f != want {
 		t.Errorf("figures\n got %+v\nwant %+v", f, want)
 	}
+	// A fault applied at 9.5 s ends the first one's window: its ISR was
+	// full again only at 10 s.
+	later := append(events, FaultEvent{At: 9*s + s/2, Fault: "pause:follower"})
+	if f := ClusterFigures(later, samples, h, "t", 0, 3)[0]; f.ISRBack != -1 || f.NewLeader != 3*time.Second {
+		t.Errorf("figures with a later fault at 9.5 s: %+v", f)
+	}
 	md := ClusterMarkdown([]ClusterResult{{Target: "A", Seed: 7, Passed: true, Figures: fs},
 		{Target: "B", Seed: 7, Passed: false, Figures: fs}})
 	for _, s := range []string{"| hard-shutdown:leader | pass | 3.0 / 3.0 | - | 4.0 / 4.0 | 2.0 / 2.0 | FAIL (run) |", "B: seed 7, FAILED."} {
