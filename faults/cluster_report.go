@@ -33,7 +33,6 @@ var clusterColumns = []struct {
 // faultCell is one fault's figures on one target.
 type faultCell struct {
 	runs   int
-	acked  int
 	values [][]time.Duration // by column
 }
 
@@ -46,9 +45,6 @@ func cells(r ClusterResult) map[string]*faultCell {
 			out[f.Fault] = c
 		}
 		c.runs++
-		if f.FirstAck >= 0 {
-			c.acked++
-		}
 		for i, col := range clusterColumns {
 			if d := col.of(f); d >= 0 {
 				c.values[i] = append(c.values[i], d)
@@ -58,17 +54,15 @@ func cells(r ClusterResult) map[string]*faultCell {
 	return out
 }
 
-// verdict is a fault's pass or fail on one target: the run's checks
-// passed and a produce to the watched partition was acknowledged after
-// every time the fault was applied.
+// verdict is a fault's pass or fail on one target: the run's, whose
+// checks judge the whole history and whose liveness bound holds every
+// client after the final heal.
 func (c *faultCell) verdict(r ClusterResult) string {
 	switch {
 	case c == nil:
 		return "not applied"
 	case !r.Passed:
 		return "FAIL (run)"
-	case c.acked < c.runs:
-		return fmt.Sprintf("FAIL (%d of %d without an ack)", c.runs-c.acked, c.runs)
 	}
 	return "pass"
 }

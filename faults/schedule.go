@@ -139,6 +139,10 @@ type Schedule struct {
 	// Rounds, when positive, ends the run after that many sets (quiet
 	// spells included) even if ctx is not done.
 	Rounds int
+	// Quiet, when positive, is how long the schedule waits after a heal
+	// before it applies the next set: a window in which the clients'
+	// recovery from the fault just healed is seen alone.
+	Quiet time.Duration
 	// Settle, when positive, is the least time between the end of one
 	// set's application and the next set: a fault whose Apply takes long
 	// (a bounce) still leaves the workload time to recover.
@@ -237,11 +241,19 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 	t := time.NewTicker(s.Period)
 	defer t.Stop()
 	for round := 0; ; round++ {
+		healed := len(cur) > 0
 		if err := heal(); err != nil {
 			return applied, err
 		}
 		if s.Rounds > 0 && round >= s.Rounds {
 			return applied, nil
+		}
+		if healed && s.Quiet > 0 {
+			select {
+			case <-ctx.Done():
+				return applied, nil
+			case <-time.After(s.Quiet):
+			}
 		}
 		var set []Fault
 		if len(cover) > 0 {

@@ -129,7 +129,7 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 		FaultTime: clusterTime - 5*time.Minute, Period: 4 * time.Second, Txn: *flagTxn, Keep: *flagKeep, Progress: true,
 		Adjust: func(sc *faults.Schedule) {
 			sc.Cover, sc.Rounds = true, len(fs)+*flagRounds
-			sc.MaxConcurrent, sc.Settle = 1, 3*time.Second
+			sc.MaxConcurrent, sc.Settle, sc.Quiet = 1, 3*time.Second, 4*time.Second
 		},
 		Observe: func(ctx context.Context, clock func() int64) func() {
 			mon = &faults.Monitor{T: ct, Topic: clusterWatch.Topic, Partitions: 3, Clock: clock, Interval: 250 * time.Millisecond}
