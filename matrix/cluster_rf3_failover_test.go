@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/matrix"
@@ -30,6 +32,10 @@ import (
 const rf3Topic = "rf3-failover"
 
 const rf3Partitions = 3
+
+// rf3StrictTopic has rf3Topic's placement and min.insync.replicas 3: with
+// a node down, acks=all to it is refused.
+const rf3StrictTopic = "rf3-failover-strict"
 
 // The rows of TestClusterReplicatedFailoverSideBySide, per cluster.
 const (
@@ -49,6 +55,7 @@ type rf3Round struct {
 	restart   time.Time // When the killed node was started again.
 	leader    time.Duration
 	isr       time.Duration
+	strict    string // What the first round's min.insync.replicas=3 produce got.
 }
 
 // rf3Result is one cluster's figures and checks.
@@ -57,6 +64,7 @@ type rf3Result struct {
 	rows    map[string][]time.Duration
 	normal  map[string][]time.Duration // A stall row's ordinary gaps.
 	twoDown []string                   // What each loop got with two nodes down.
+	strict  string
 	acked   int
 }
 
@@ -71,7 +79,9 @@ type rf3Result struct {
 // Metadata names a new leader, until each client's first produce to that
 // partition is acknowledged (appended at the new leader's epoch), how long
 // the other partitions go without an acknowledgement, and how long the
-// restarted node takes to be back in every ISR. Then two of the three
+// restarted node takes to be back in every ISR; in the first round, a
+// produce to a topic of min.insync.replicas=3 must be refused with
+// NOT_ENOUGH_REPLICAS once the dead node left its ISR. Then two of the three
 // nodes are killed at once: no produce started while they are down may be
 // acknowledged. Both are restarted, and every acknowledged record must be
 // read back once, at its offset, in each producer's order, and the
@@ -176,6 +186,9 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 	checkHistory(t, target.name+" replicated failover", histPath)
 
 	for _, round := range measured {
+		if round.strict != "" {
+			res.strict = round.strict
+		}
 		res.rows[rf3RowLeader] = append(res.rows[rf3RowLeader], round.leader)
 		res.rows[rf3RowISR] = append(res.rows[rf3RowISR], round.isr)
 		for _, l := range loops {
@@ -204,8 +217,9 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 	return res
 }
 
-// createRF3Topic creates rf3Topic with partition p led by node p+1 and
-// waits until every live broker shows all three replicas in every ISR.
+// createRF3Topic creates rf3Topic (min.insync.replicas 2) and
+// rf3StrictTopic (3), partition p of each led by node p+1, and waits until
+// every live broker shows all three replicas in every ISR.
 func createRF3Topic(ctx context.Context, c cluster.Cluster) error {
 	ids := c.BrokerIDs()
 	var assign [][]int32
@@ -218,43 +232,91 @@ func createRF3Topic(ctx context.Context, c cluster.Cluster) error {
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10000
-	rt := newTopic(rf3Topic, -1, -1, assign...)
-	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-	cfg.Name, cfg.Value = "min.insync.replicas", kmsg.StringPtr("2")
-	rt.Configs = append(rt.Configs, cfg)
-	req.Topics = append(req.Topics, rt)
+	for topic, minISR := range map[string]string{rf3Topic: "2", rf3StrictTopic: "3"} {
+		rt := newTopic(topic, -1, -1, assign...)
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = "min.insync.replicas", kmsg.StringPtr(minISR)
+		rt.Configs = append(rt.Configs, cfg)
+		req.Topics = append(req.Topics, rt)
+	}
 	resp, err := c.Request(ctx, ids[0], req)
 	if err != nil {
 		return err
 	}
-	if err := kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode); err != nil {
-		return fmt.Errorf("create %s: %w", rf3Topic, err)
+	for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			return fmt.Errorf("create %s: %w", rt.Topic, err)
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return waitFullISRs(wctx, c)
+	if err := waitFullISRs(wctx, c, rf3StrictTopic); err != nil {
+		return err
+	}
+	return waitFullISRs(wctx, c, rf3Topic)
 }
 
 // waitFullISRs waits until every live broker's Metadata shows every
-// partition of rf3Topic with a leader and every broker in its ISR.
-func waitFullISRs(ctx context.Context, c cluster.Cluster) error {
+// partition of topic with a leader and every broker in its ISR.
+func waitFullISRs(ctx context.Context, c cluster.Cluster, topic string) error {
 	return cluster.Poll(ctx, cluster.PollInterval, func() error {
 		for _, id := range cluster.LiveBrokers(c) {
-			md, err := metadataOn(ctx, c, id, []string{rf3Topic})
+			md, err := metadataOn(ctx, c, id, []string{topic})
 			if err != nil {
 				return fmt.Errorf("node %d: %w", id, err)
 			}
 			if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != rf3Partitions {
-				return fmt.Errorf("node %d: Metadata of %s incomplete", id, rf3Topic)
+				return fmt.Errorf("node %d: Metadata of %s incomplete", id, topic)
 			}
 			for _, p := range md.Topics[0].Partitions {
 				if p.Leader < 0 || len(p.ISR) != len(c.BrokerIDs()) {
-					return fmt.Errorf("node %d: %s/%d leader %d ISR %v", id, rf3Topic, p.Partition, p.Leader, p.ISR)
+					return fmt.Errorf("node %d: %s/%d leader %d ISR %v", id, topic, p.Partition, p.Leader, p.ISR)
 				}
 			}
 		}
 		return nil
 	})
+}
+
+// rf3Strict checks, with node down killed, that an acks=all produce to a
+// partition of rf3StrictTopic (min.insync.replicas 3) that a live node
+// leads is refused with NOT_ENOUGH_REPLICAS once the dead node has left
+// its ISR, as Kafka's Partition.appendRecordsToLeader refuses it before
+// the append. It returns the partition and its ISR.
+func rf3Strict(ctx context.Context, c cluster.Cluster, down int) (string, error) {
+	var part kmsg.MetadataResponseTopicPartition
+	err := cluster.Poll(ctx, cluster.PollInterval, func() error {
+		md, err := cluster.Metadata(ctx, c, []string{rf3StrictTopic}, down)
+		if err != nil {
+			return err
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if p.Leader >= 0 && int(p.Leader) != down &&
+				len(p.ISR) == len(c.BrokerIDs())-1 && !slices.Contains(p.ISR, int32(down)) {
+				part = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no partition of %s led by a live node with node %d out of its ISR", rf3StrictTopic, down)
+	})
+	if err != nil {
+		return "", err
+	}
+	// Not idempotent and one retry, so that the broker's answer is what
+	// comes back (franz-go retries NOT_ENOUGH_REPLICAS).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.DefaultProduceTopic(rf3StrictTopic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(1),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second))
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	err = cl.ProduceSync(ctx, &kgo.Record{Partition: part.Partition, Value: []byte("strict")}).FirstErr()
+	where := fmt.Sprintf("%s/%d (leader %d, ISR %v)", rf3StrictTopic, part.Partition, part.Leader, part.ISR)
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		return "", fmt.Errorf("acks=all to %s: %v, want NOT_ENOUGH_REPLICAS", where, err)
+	}
+	return where, nil
 }
 
 // startRF3Loops opens two drivers per client, each recorded in h, and
@@ -319,7 +381,7 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 	if err := waitClusterHealthy(wctx, c, active); err != nil {
 		return round, err
 	}
-	if err := waitFullISRs(wctx, c); err != nil {
+	if err := waitFullISRs(wctx, c, rf3Topic); err != nil {
 		return round, err
 	}
 	ctl, err := active(wctx, c)
@@ -387,6 +449,14 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 	}); err != nil {
 		return round, fmt.Errorf("after killing node %d: %w", round.victim, err)
 	}
+	if r == 0 {
+		where, err := rf3Strict(wctx, c, round.victim)
+		if err != nil {
+			return round, err
+		}
+		round.strict = fmt.Sprintf("node %d down: acks=all to %s refused with NOT_ENOUGH_REPLICAS", round.victim, where)
+		t.Log(round.strict)
+	}
 	round.restart = time.Now()
 	if err := c.Restart(wctx, round.victim); err != nil {
 		return round, err
@@ -432,7 +502,7 @@ const rf3TwoDownHold = 20 * time.Second
 func rf3TwoDown(ctx context.Context, t *testing.T, c cluster.Cluster, loops []*rf3Loop) ([]string, error) {
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
-	if err := waitFullISRs(wctx, c); err != nil {
+	if err := waitFullISRs(wctx, c, rf3Topic); err != nil {
 		return nil, err
 	}
 	md, err := cluster.Metadata(wctx, c, []string{rf3Topic}, 0)
@@ -499,7 +569,7 @@ func rf3TwoDown(ctx context.Context, t *testing.T, c cluster.Cluster, loops []*r
 			return nil, err
 		}
 	}
-	if err := waitFullISRs(wctx, c); err != nil {
+	if err := waitFullISRs(wctx, c, rf3Topic); err != nil {
 		return nil, fmt.Errorf("after restarting nodes %v: %w", down, err)
 	}
 	// The loops write again before they stop.
@@ -580,6 +650,10 @@ func rf3Report(results []*rf3Result, clients []string, rounds int) string {
 			fmt.Fprintf(&b, " %s |", cell)
 		}
 		b.WriteString("\n")
+	}
+	b.WriteString("\nOne node down, a topic of min.insync.replicas=3:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- %s: %s\n", r.name, r.strict)
 	}
 	b.WriteString("\nTwo of three nodes down for 20 s: no produce command started meanwhile was acknowledged; what the commands that returned unacknowledged meanwhile got, and what was still waiting when the two were restarted:\n\n")
 	for _, r := range results {
