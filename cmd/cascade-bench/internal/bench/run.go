@@ -253,6 +253,10 @@ func describedBytes(ctx context.Context, adm *kadm.Client, topic string, partiti
 	return total, derr
 }
 
+// replicaSettle is how long a run waits after its replicated topic is
+// created: twice Kafka's default replica.fetch.wait.max.ms.
+const replicaSettle = time.Second
+
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, w Workload) error {
 	partitions := w.Partitions
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -280,9 +284,22 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, w Workload
 		md, err := adm.Metadata(cctx, topic)
 		if err == nil {
 			if t, ok := md.Topics[topic]; ok && t.Err == nil && len(t.Partitions) == partitions {
-				ready := true
+				ready, replicated := true, false
 				for _, p := range t.Partitions {
 					ready = ready && p.Err == nil && p.Leader >= 0 && len(p.ISR) == len(p.Replicas)
+					replicated = replicated || len(p.Replicas) > 1
+				}
+				if ready && replicated {
+					// A new partition joins a follower's fetcher while its
+					// fetch to the leader may be parked for up to
+					// replica.fetch.wait.max.ms (500 ms by default, on
+					// Kafka and Cascade alike), so its first records wait
+					// for that fetch to return: the runs start after it.
+					select {
+					case <-cctx.Done():
+						return fmt.Errorf("topic %s not ready: %w", topic, cctx.Err())
+					case <-time.After(replicaSettle):
+					}
 				}
 				if ready {
 					return nil
