@@ -65,6 +65,7 @@ type rf3Result struct {
 	normal  map[string][]time.Duration // A stall row's ordinary gaps.
 	twoDown []string                   // What each loop got with two nodes down.
 	strict  string
+	failed  []string // What the loops' unacknowledged commands got while a leader was down.
 	acked   int
 }
 
@@ -202,6 +203,11 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 			}
 			row := fmt.Sprintf(rf3RowAck, l.client)
 			res.rows[row] = append(res.rows[row], at.Sub(round.kill))
+		}
+		for _, l := range loops {
+			if u := unacknowledged(l, round.kill, round.restart); u != "" {
+				res.failed = append(res.failed, fmt.Sprintf("node %d killed, %s: %s", round.victim, l.name(), u))
+			}
 		}
 		for _, l := range loops {
 			if l.role == "others" {
@@ -534,26 +540,21 @@ func rf3TwoDown(ctx context.Context, t *testing.T, c cluster.Cluster, loops []*r
 	restart := time.Now()
 	var out []string
 	for _, l := range loops {
-		codes := map[string]int{}
 		for _, cmd := range l.commands() {
 			if cmd.start.After(killed) && cmd.ackedAny() && !cmd.end.After(restart) {
 				t.Errorf("%s: a produce started %v after nodes %v were killed was acknowledged with only node %d running",
 					l.name(), cmd.start.Sub(killed).Round(time.Millisecond), down, keep)
 			}
-			// What came back meanwhile: also the commands sent before
-			// the kills, which might have been acknowledged.
-			if cmd.end.After(killed) && !cmd.end.After(restart) && !cmd.ackedAny() {
-				codes[cmd.errorCode()]++
-			}
 		}
+		// What came back meanwhile: also the commands sent before the
+		// kills, which might have been acknowledged.
 		var parts []string
+		if u := unacknowledged(l, killed, restart); u != "" {
+			parts = append(parts, u)
+		}
 		if busy := l.busy.Load(); busy != 0 {
 			parts = append(parts, fmt.Sprintf("one waiting at the restart, started %+.1f s from the kills", float64(busy-killed.UnixNano())/1e9))
 		}
-		for code, n := range codes {
-			parts = append(parts, fmt.Sprintf("%s ×%d", code, n))
-		}
-		sort.Strings(parts)
 		out = append(out, fmt.Sprintf("%s: %s", l.name(), strings.Join(parts, ", ")))
 	}
 	t.Logf("nodes %v killed, node %d alone for %v; unacknowledged meanwhile: %s", down, keep,
@@ -650,6 +651,14 @@ func rf3Report(results []*rf3Result, clients []string, rounds int) string {
 			fmt.Fprintf(&b, " %s |", cell)
 		}
 		b.WriteString("\n")
+	}
+	b.WriteString("\nProduce commands that returned with nothing acknowledged between a leader's kill and its restart:\n\n")
+	for _, r := range results {
+		failed := "none"
+		if len(r.failed) > 0 {
+			failed = strings.Join(r.failed, "; ")
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", r.name, failed)
 	}
 	b.WriteString("\nOne node down, a topic of min.insync.replicas=3:\n\n")
 	for _, r := range results {

@@ -368,3 +368,25 @@ func longestAckGap(l *rf3Loop, from, until time.Time) (gap, normal time.Duration
 	}
 	return gap, normal
 }
+
+// unacknowledged summarises the commands of l that returned in (from, to]
+// with nothing acknowledged: what they got, and how long the longest ran.
+func unacknowledged(l *rf3Loop, from, to time.Time) string {
+	codes := map[string]int{}
+	var longest time.Duration
+	for _, c := range l.commands() {
+		if c.end.After(from) && !c.end.After(to) && !c.ackedAny() {
+			codes[c.errorCode()]++
+			longest = max(longest, c.end.Sub(c.start))
+		}
+	}
+	if len(codes) == 0 {
+		return ""
+	}
+	var parts []string
+	for code, n := range codes {
+		parts = append(parts, fmt.Sprintf("%s ×%d", code, n))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%s (longest %.1f s)", strings.Join(parts, ", "), longest.Seconds())
+}
