@@ -41,7 +41,7 @@ const rf3StrictTopic = "rf3-failover-strict"
 const (
 	rf3RowLeader = "new leader of the killed leader's partition (Metadata of a live broker)"
 	rf3RowAck    = "first acknowledged produce to that partition, %s"
-	rf3RowStall  = "longest gap between acknowledgements on the other partitions, %s; the ordinary gap before the kill"
+	rf3RowStall  = "longest gap between acknowledgements on the partitions the killed node did not lead, %s; the ordinary gap before the kill"
 	rf3RowISR    = "restarted node back in the ISR of every partition it holds, from its start"
 )
 
@@ -74,12 +74,14 @@ type rf3Result struct {
 // topic of three RF=3 partitions with min.insync.replicas=2 under a steady
 // load of idempotent acks=all producers of every selected client (by
 // default franz-go, confluent-kafka-go and Java, through the matrix
-// drivers: one loop writing the partition whose leader is killed, one the
-// other two). Each round kills (SIGKILL) the leader of one partition that
-// is not the active controller, measures how long until a live broker's
+// drivers, each command a new producer, and one franz-go client with its
+// defaults kept for the whole run; per client one loop writing the
+// partitions whose leader is killed, one the rest). Each round kills
+// (SIGKILL) a node that leads a partition and is not the active
+// controller, measures how long until a live broker's
 // Metadata names a new leader, until each client's first produce to that
 // partition is acknowledged (appended at the new leader's epoch), how long
-// the other partitions go without an acknowledgement, and how long the
+// the partitions it did not lead go without an acknowledgement, and how long the
 // restarted node takes to be back in every ISR; in the first round, a
 // produce to a topic of min.insync.replicas=3 must be refused with
 // NOT_ENOUGH_REPLICAS once the dead node left its ISR. Then two of the three
@@ -92,7 +94,7 @@ type rf3Result struct {
 // rounds and turns the test on; MATRIX_TARGETS and MATRIX_CLIENTS select.
 func TestClusterReplicatedFailoverSideBySide(t *testing.T) {
 	rounds := failoverRounds(t)
-	clients := matrix.SelectedClients([]string{franzgo.Client, confluent.Client, "java"})
+	clients := matrix.SelectedClients([]string{franzgo.Client, confluent.Client, "java", longLivedClient})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute+time.Duration(rounds)*4*time.Minute)
 	defer cancel()
 	dir := reportDir(t)
@@ -131,8 +133,9 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victimPartition atomic.Int32
-	loops, err := startRF3Loops(ctx, c, h, clients, &victimPartition)
+	var victimParts atomic.Pointer[[]int32]
+	victimParts.Store(&[]int32{0})
+	loops, err := startRF3Loops(ctx, c, h, clients, &victimParts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +157,7 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 
 	var measured []rf3Round
 	for r := 0; r < rounds; r++ {
-		round, err := rf3KillLeader(ctx, t, c, target.active, loops, &victimPartition, r)
+		round, err := rf3KillLeader(ctx, t, c, target.active, loops, &victimParts, r)
 		if err != nil {
 			t.Fatalf("round %d: %v", r, err)
 		}
@@ -326,13 +329,16 @@ func rf3Strict(ctx context.Context, c cluster.Cluster, down int) (string, error)
 }
 
 // startRF3Loops opens two drivers per client, each recorded in h, and
-// starts their loops: one writing the partition *victim names, one the
-// others.
-func startRF3Loops(ctx context.Context, c cluster.Cluster, h *matrix.History, clients []string, victim *atomic.Int32) ([]*rf3Loop, error) {
+// starts their loops: one writing the partitions *victim names (those the
+// node a round kills leads), one the others.
+func startRF3Loops(ctx context.Context, c cluster.Cluster, h *matrix.History, clients []string, victim *atomic.Pointer[[]int32]) ([]*rf3Loop, error) {
 	bootstrap := strings.Join(c.Seeds(), ",")
 	var loops []*rf3Loop
 	for _, client := range clients {
 		open, ok := driver.Lookup(client)
+		if client == longLivedClient {
+			open, ok = func(context.Context, string) (driver.Driver, error) { return openLongLived(c.Seeds()) }, true
+		}
 		if !ok {
 			return nil, fmt.Errorf("no driver registered for client %q", client)
 		}
@@ -355,13 +361,13 @@ func startRF3Loops(ctx context.Context, c cluster.Cluster, h *matrix.History, cl
 				l.timeout = 45 * time.Second
 			}
 			if role == "leader" {
-				l.target = func() []int32 { return []int32{victim.Load()} }
+				l.target = func() []int32 { return *victim.Load() }
 			} else {
 				l.target = func() []int32 {
-					v := victim.Load()
+					v := *victim.Load()
 					var ps []int32
 					for p := int32(0); p < rf3Partitions; p++ {
-						if p != v {
+						if !slices.Contains(v, p) {
 							ps = append(ps, p)
 						}
 					}
@@ -377,10 +383,12 @@ func startRF3Loops(ctx context.Context, c cluster.Cluster, h *matrix.History, cl
 	return loops, nil
 }
 
-// rf3KillLeader runs one round: it picks a partition whose leader is not
-// the active controller, waits for the loops to write it, kills its
-// leader, and measures.
-func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active activeFunc, loops []*rf3Loop, victimPartition *atomic.Int32, r int) (rf3Round, error) {
+// rf3KillLeader runs one round: it picks a node that is not the active
+// controller and leads as few partitions as any such node (the rounds take
+// turns among those), points the leader loops at the partitions it leads
+// and the others at the rest, and kills it once they write them; the
+// round's partition is the first it leads.
+func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active activeFunc, loops []*rf3Loop, victimParts *atomic.Pointer[[]int32], r int) (rf3Round, error) {
 	var round rf3Round
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -398,20 +406,34 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 	if err != nil {
 		return round, err
 	}
-	var candidates []kmsg.MetadataResponseTopicPartition
+	led := map[int][]kmsg.MetadataResponseTopicPartition{}
 	for _, p := range md.Topics[0].Partitions {
 		if int(p.Leader) != ctl {
-			candidates = append(candidates, p)
+			led[int(p.Leader)] = append(led[int(p.Leader)], p)
 		}
 	}
-	if len(candidates) == 0 {
-		return round, fmt.Errorf("the controller %d leads every partition", ctl)
+	var nodes []int
+	for id, ps := range led {
+		if len(nodes) == 0 || len(ps) < len(led[nodes[0]]) {
+			nodes = []int{id}
+		} else if len(ps) == len(led[nodes[0]]) {
+			nodes = append(nodes, id)
+		}
 	}
-	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Partition < candidates[j].Partition })
-	p := candidates[r%len(candidates)]
+	if len(nodes) == 0 || len(led[nodes[0]]) == rf3Partitions {
+		return round, fmt.Errorf("no node but the controller %d leads a partition, or one leads all: %v", ctl, led)
+	}
+	slices.Sort(nodes)
+	victimLeads := led[nodes[r%len(nodes)]]
+	sort.Slice(victimLeads, func(i, j int) bool { return victimLeads[i].Partition < victimLeads[j].Partition })
+	p := victimLeads[0]
 	round.partition, round.victim, round.epoch = p.Partition, int(p.Leader), p.LeaderEpoch
+	var parts []int32
+	for _, vp := range victimLeads {
+		parts = append(parts, vp.Partition)
+	}
 	set := time.Now()
-	victimPartition.Store(p.Partition)
+	victimParts.Store(&parts)
 	if err := waitLoops(wctx, loops, set, 3, func(l *rf3Loop) int32 {
 		if l.role == "leader" {
 			return p.Partition
@@ -625,7 +647,7 @@ func rf3Stats(ds []time.Duration) string {
 func rf3Report(results []*rf3Result, clients []string, rounds int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Replicated failover side by side\n\n%d rounds; three combined nodes each; topic of 3 partitions, RF=3, min.insync.replicas=2; "+
-		"idempotent acks=all producers (%s, one loop on the killed leader's partition and one on the other two per client); "+
+		"idempotent acks=all producers (%s; per client one loop on the partitions the killed node leads and one on the rest); "+
 		"Kafka's default timings; seconds after SIGKILL (restart: after the node's start) as min / median / max (each round)\n\n",
 		rounds, strings.Join(clients, ", "))
 	rows := []string{rf3RowLeader}

@@ -338,8 +338,8 @@ func firstAckAfter(l *rf3Loop, p int32, epoch int32, reads map[int32]map[string]
 }
 
 // longestAckGap returns the longest time between consecutive returns of
-// l's acknowledged commands, from the last before from up to the first at
-// or after until, and the median of the gaps before from (the loop's
+// l's acknowledged commands, from the last before from up to until, and
+// the median of the gaps before from (the loop's
 // ordinary pace).
 func longestAckGap(l *rf3Loop, from, until time.Time) (gap, normal time.Duration) {
 	var ends []time.Time
@@ -355,8 +355,14 @@ func longestAckGap(l *rf3Loop, from, until time.Time) (gap, normal time.Duration
 		switch {
 		case !ends[i].After(from):
 			before = append(before, d)
-		case !ends[i-1].After(until):
-			gap = max(gap, d)
+		case ends[i-1].Before(until):
+			// A gap running past until is cut there: by then every loop
+			// was acknowledged again, and what follows is another phase.
+			end := ends[i]
+			if end.After(until) {
+				end = until
+			}
+			gap = max(gap, end.Sub(ends[i-1]))
 		}
 	}
 	if len(before) > 20 {
@@ -389,4 +395,54 @@ func unacknowledged(l *rf3Loop, from, to time.Time) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%s (longest %.1f s)", strings.Join(parts, ", "), longest.Seconds())
+}
+
+// longLivedClient is the loops' name for one franz-go client with its
+// defaults (MetadataMinAge 5 s among them) kept for the whole run, as an
+// application keeps its producer: its failover includes the client's own
+// metadata refresh, which a driver's producer per command mostly skips.
+const longLivedClient = "franz-go-long-lived"
+
+// longLived is a driver whose produce command sends through one kgo
+// client created at open; it has no other command.
+type longLived struct {
+	driver.Driver // nil: only Produce and Close are called.
+	cl            *kgo.Client
+}
+
+func openLongLived(seeds []string) (*longLived, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	return &longLived{cl: cl}, nil
+}
+
+func (d *longLived) Client() string { return longLivedClient }
+
+func (d *longLived) Produce(ctx context.Context, req driver.Produce) (driver.ProduceResult, error) {
+	res := driver.ProduceResult{Deliveries: make([]driver.Delivery, len(req.Records))}
+	recs := make([]*kgo.Record, len(req.Records))
+	index := map[*kgo.Record]int{}
+	for i, r := range req.Records {
+		recs[i] = &kgo.Record{Topic: req.Topic, Partition: r.Partition, Value: r.Value}
+		index[recs[i]] = i
+	}
+	for _, pr := range d.cl.ProduceSync(ctx, recs...) {
+		dl := driver.Delivery{Partition: pr.Record.Partition, Offset: pr.Record.Offset}
+		if pr.Err != nil {
+			dl.Offset, dl.Error = -1, &driver.Error{Code: "CLIENT_ERROR", Message: pr.Err.Error()}
+			var ke *kerr.Error
+			if errors.As(pr.Err, &ke) {
+				dl.Error.Code = ke.Message
+			}
+		}
+		res.Deliveries[index[pr.Record]] = dl
+	}
+	return res, nil
+}
+
+func (d *longLived) Close() error {
+	d.cl.Close()
+	return nil
 }
