@@ -42,6 +42,7 @@ const (
 	rf3RowLeader = "new leader of the killed leader's partition (Metadata of a live broker)"
 	rf3RowAck    = "first acknowledged produce to that partition, %s"
 	rf3RowStall  = "longest gap between acknowledgements on the partitions the killed node did not lead, %s; the ordinary gap before the kill"
+	rf3RowReady  = "restarted node registered, in its own Metadata, from its start"
 	rf3RowISR    = "restarted node back in the ISR of every partition it holds, from its start"
 )
 
@@ -54,6 +55,7 @@ type rf3Round struct {
 	kill      time.Time
 	restart   time.Time // When the killed node was started again.
 	leader    time.Duration
+	ready     time.Duration
 	isr       time.Duration
 	strict    string // What the first round's min.insync.replicas=3 produce got.
 }
@@ -194,6 +196,7 @@ func runRF3Failover(ctx context.Context, t *testing.T, target clusterTarget, cli
 			res.strict = round.strict
 		}
 		res.rows[rf3RowLeader] = append(res.rows[rf3RowLeader], round.leader)
+		res.rows[rf3RowReady] = append(res.rows[rf3RowReady], round.ready)
 		res.rows[rf3RowISR] = append(res.rows[rf3RowISR], round.isr)
 		for _, l := range loops {
 			if l.role != "leader" {
@@ -489,12 +492,14 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 	if err := c.Restart(wctx, round.victim); err != nil {
 		return round, err
 	}
+	round.ready = time.Since(round.restart)
 	if err := waitInEveryISR(wctx, c, round.victim); err != nil {
 		return round, fmt.Errorf("restarted node %d: %w", round.victim, err)
 	}
 	round.isr = time.Since(round.restart)
-	t.Logf("round %d: killed node %d, leader of %s/%d at epoch %d (controller %d); new leader seen after %v; restarted node in every ISR %v after its start",
-		r, round.victim, rf3Topic, round.partition, round.epoch, ctl, round.leader.Round(time.Millisecond), round.isr.Round(time.Millisecond))
+	t.Logf("round %d: killed node %d, leader of %s/%d at epoch %d (controller %d); new leader seen after %v; restarted node registered %v and in every ISR %v after its start",
+		r, round.victim, rf3Topic, round.partition, round.epoch, ctl, round.leader.Round(time.Millisecond),
+		round.ready.Round(time.Millisecond), round.isr.Round(time.Millisecond))
 	return round, nil
 }
 
@@ -657,7 +662,7 @@ func rf3Report(results []*rf3Result, clients []string, rounds int) string {
 	for _, cl := range clients {
 		rows = append(rows, fmt.Sprintf(rf3RowStall, cl))
 	}
-	rows = append(rows, rf3RowISR)
+	rows = append(rows, rf3RowReady, rf3RowISR)
 	fmt.Fprintf(&b, "| measure |")
 	for _, r := range results {
 		fmt.Fprintf(&b, " %s |", r.name)
