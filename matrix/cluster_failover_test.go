@@ -43,14 +43,7 @@ var failoverRows = []string{rowControllerKnown, rowControllerCreate, rowLeaderFe
 // CASCADE_FAILOVER_ROUNDS (1 to 10) sets the rounds; MATRIX_TARGETS can
 // select one cluster.
 func TestClusterFailoverSideBySide(t *testing.T) {
-	s := os.Getenv("CASCADE_FAILOVER_ROUNDS")
-	if s == "" {
-		t.Skip("a failover measurement; run with CASCADE_FAILOVER_ROUNDS=N (1 to 10)")
-	}
-	rounds, err := strconv.Atoi(s)
-	if err != nil || rounds < 1 || rounds > 10 {
-		t.Fatalf("CASCADE_FAILOVER_ROUNDS=%q: want 1 to 10", s)
-	}
+	rounds := failoverRounds(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(rounds)*6*time.Minute)
 	defer cancel()
 	figures := map[string]map[string][]time.Duration{}
@@ -99,6 +92,21 @@ func TestClusterFailoverSideBySide(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %s |\n", row, strings.Join(cells, " | "))
 	}
 	t.Log("\n" + b.String())
+}
+
+// failoverRounds returns CASCADE_FAILOVER_ROUNDS (1 to 10), and skips
+// the test when it is unset: the failover measurements run on request
+// only, not in go test ./....
+func failoverRounds(t *testing.T) int {
+	s := os.Getenv("CASCADE_FAILOVER_ROUNDS")
+	if s == "" {
+		t.Skip("a failover measurement; run with CASCADE_FAILOVER_ROUNDS=N (1 to 10)")
+	}
+	rounds, err := strconv.Atoi(s)
+	if err != nil || rounds < 1 || rounds > 10 {
+		t.Fatalf("CASCADE_FAILOVER_ROUNDS=%q: want 1 to 10", s)
+	}
+	return rounds
 }
 
 func targetNames(targets []clusterTarget, names map[string]string) []string {

@@ -102,6 +102,9 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&w.FlushMs, "flush-ms", 0, "periodic fsync interval for brokers the tool starts (log.flush.interval.ms); 0 = Kafka's default")
 	fs.Int64Var(&w.WarmupRecords, "warmup-records", 0, "records produced and consumed on a separate topic before each measured run (warms a JIT)")
 	fs.Uint64Var(&w.Seed, "seed", w.Seed, "payload seed")
+	fs.IntVar(&w.Nodes, "nodes", w.Nodes, "nodes of each target the tool starts (cascade, apache-kafka): above 1, a cluster of combined broker-controller nodes on loopback")
+	fs.IntVar(&w.ReplicationFactor, "replication-factor", 0, "replication factor of the benchmark topic; 0 = the cluster's default")
+	fs.IntVar(&w.MinInsyncReplicas, "min-insync-replicas", 0, "min.insync.replicas of the benchmark topic; 0 = the cluster's default")
 	fs.DurationVar(&w.Timeout, "timeout", w.Timeout, "bound on each phase (produce, consume) of a run")
 	keep := fs.Bool("keep-data", false, "keep the benchmark topic and the started brokers' data dirs")
 	rounds := fs.Int("rounds", 0, "rounds per target (default 3 with --compare, else 1)")
@@ -215,15 +218,18 @@ func makeTarget(ctx context.Context, name, wd string, w bench.Workload, bin stri
 				return nil, err
 			}
 		}
-		return bench.Cascade{Bin: bin, WorkDir: wd, FlushMs: w.FlushMs, Overrides: cascadeOv, KeepData: keep}, nil
+		return bench.Cascade{Bin: bin, WorkDir: wd, FlushMs: w.FlushMs, Overrides: cascadeOv, KeepData: keep, Nodes: w.Nodes}, nil
 	case "apache-kafka":
 		logf("resolving Apache Kafka jars (first use downloads them from Maven Central)...")
 		d, err := apachekafka.Ensure(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return bench.ApacheKafka{Dist: d, WorkDir: wd, FlushMs: w.FlushMs, Overrides: kafkaOv, KeepData: keep}, nil
+		return bench.ApacheKafka{Dist: d, WorkDir: wd, FlushMs: w.FlushMs, Overrides: kafkaOv, KeepData: keep, Nodes: w.Nodes}, nil
 	case "kfake":
+		if w.Nodes > 1 {
+			return nil, fmt.Errorf("kfake runs one node; --nodes %d applies to cascade and apache-kafka", w.Nodes)
+		}
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, err

@@ -40,6 +40,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--bootstrap", "x:1", "--client", "sarama"}, "--client"},
 		{[]string{"--bootstrap", "x:1", "--records", "0"}, "--records"},
 		{[]string{"--bootstrap", "x:1", "extra"}, "unexpected arguments"},
+		{[]string{"--bootstrap", "x:1", "--nodes", "0"}, "--nodes"},
+		{[]string{"--bootstrap", "x:1", "--replication-factor", "-1"}, "--replication-factor"},
+		{[]string{"--compare", "kfake", "--nodes", "3"}, "kfake runs one node"},
 	} {
 		err := run(ctx, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -48,6 +48,9 @@ type Options struct {
 	// Placement, when set, runs every node on its own host (a network
 	// namespace of the fault suites) instead of loopback ports.
 	Placement cluster.Placement
+	// Bin is the cmd/cascade binary every node runs; empty means Binary's
+	// build of the enclosing module.
+	Bin string
 }
 
 // Node is one cmd/cascade process of a Cluster.
@@ -115,16 +118,19 @@ var _ cluster.Cluster = (*Cluster)(nil)
 // ErrUnknownNode reports a node id that is not in the cluster.
 var ErrUnknownNode = errors.New("cascadecluster: no such node")
 
-// Start builds cmd/cascade (Binary), writes every node's server.properties
-// on free loopback ports, starts every node at once (the quorum forms only
-// when a majority runs) and returns when every broker lists itself in its
+// Start builds cmd/cascade (Binary) unless Options.Bin names one, writes
+// every node's server.properties on free loopback ports, starts every node
+// at once (the quorum forms only when a majority runs) and returns when every broker lists itself in its
 // own Metadata. On failure every node is killed and the error carries the
 // end of every node's log; ports another process took meanwhile are
 // retried with new ones.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bin, err := Binary(ctx)
-	if err != nil {
-		return nil, err
+	bin := opts.Bin
+	if bin == "" {
+		var err error
+		if bin, err = Binary(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return cluster.RetryPorts(ctx, func() (*Cluster, error) { return start(ctx, bin, opts) })
 }

@@ -302,6 +302,42 @@ func TestCompareCascade(t *testing.T) {
 	}
 }
 
+// TestCompareCascadeCluster runs the tiny workload against a three-node
+// Cascade cluster with an RF=3 topic (min.insync.replicas 2): bootstrap
+// from every node, CPU and memory of the three processes, and the disk of
+// three copies.
+func TestCompareCascadeCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node Cascade cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := tinyWorkload()
+	w.Nodes, w.ReplicationFactor, w.MinInsyncReplicas = 3, 3, 2
+	c := Cascade{Bin: buildCascade(t), WorkDir: t.TempDir(), Nodes: w.Nodes}
+	inst, err := c.Start(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	if len(inst.Seeds()) != 3 || len(inst.Pids) != 3 || len(inst.DataDirs) != 3 {
+		t.Fatalf("cluster instance: seeds %v, pids %v, data dirs %v", inst.Seeds(), inst.Pids, inst.DataDirs)
+	}
+	res, err := Run(ctx, "cascade", inst, w, 1, Options{PlantLoss: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verified {
+		t.Errorf("not verified: %+v", res.Verification)
+	}
+	if res.BrokerCPUSeconds == nil || *res.BrokerCPUSeconds <= 0 {
+		t.Errorf("broker CPU %v", res.BrokerCPUSeconds)
+	}
+	if d := res.DiskBytes; d == nil || *d < 3*w.Records*int64(w.PayloadBytes) {
+		t.Errorf("disk bytes %v from %q, want three copies of the payload", d, res.DiskSource)
+	}
+}
+
 // TestCompareApacheKafka runs the tiny workload against Apache Kafka from
 // the matrix's jars; its start-up alone takes seconds, so -short skips it.
 func TestCompareApacheKafka(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,7 +30,7 @@ func franzCodec(name string) kgo.CompressionCodec {
 func (franzDriver) produce(ctx context.Context, job *produceJob) error {
 	w := job.w
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(job.addr),
+		kgo.SeedBrokers(strings.Split(job.addr, ",")...),
 		kgo.DefaultProduceTopic(job.topic),
 		kgo.ProducerLinger(time.Duration(w.LingerMs) * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(int32(max(w.BatchBytes, w.PayloadBytes+512))),
@@ -91,7 +92,7 @@ func (franzDriver) consume(ctx context.Context, job *consumeJob) error {
 		parts[p] = kgo.NewOffset().At(0)
 	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(job.addr),
+		kgo.SeedBrokers(strings.Split(job.addr, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{job.topic: parts}),
 		kgo.FetchMaxPartitionBytes(int32(job.w.FetchSize)),
 	)

@@ -97,13 +97,13 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 	if err != nil {
 		return err
 	}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(inst.Addr))
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(inst.Seeds()...))
 	if err != nil {
 		return err
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	if err := createTopic(ctx, adm, res.Topic, w.Partitions); err != nil {
+	if err := createTopic(ctx, adm, res.Topic, w); err != nil {
 		return err
 	}
 	if !o.KeepTopic {
@@ -120,10 +120,7 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 		}
 	}
 	cpuNow := func() (time.Duration, error) {
-		if inst.Pid <= 0 {
-			return 0, nil
-		}
-		ps, err := readProc(inst.Pid)
+		ps, err := inst.procStats()
 		return ps.CPU, err
 	}
 	cpu0, err := cpuNow()
@@ -151,12 +148,19 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 		return err
 	}
 	switch {
-	case inst.DataDir != "":
-		n, err := topicDiskBytes(inst.DataDir, res.Topic)
-		if err != nil {
-			return err
+	case len(inst.DataDirs) > 0:
+		var n int64
+		for _, dir := range inst.DataDirs {
+			b, err := topicDiskBytes(dir, res.Topic)
+			if err != nil {
+				return err
+			}
+			n += b
 		}
 		res.DiskBytes, res.DiskSource = &n, "data dir"
+		if len(inst.DataDirs) > 1 {
+			res.DiskSource = fmt.Sprintf("data dirs of %d nodes", len(inst.DataDirs))
+		}
 	case inst.InMemory:
 		res.DiskSource = "in memory"
 	default:
@@ -177,8 +181,8 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 	} else {
 		verr = errors.Join(verr, err)
 	}
-	if inst.Pid > 0 {
-		ps, err := readProc(inst.Pid)
+	if len(inst.Pids) > 0 {
+		ps, err := inst.procStats()
 		if err != nil {
 			return errors.Join(verr, err)
 		}
@@ -197,7 +201,7 @@ func warmup(ctx context.Context, drv driver, adm *kadm.Client, inst *Instance, w
 	ww.Producers, ww.Consumers = min(w.Producers, int(ww.Records)), min(w.Consumers, int(ww.Records))
 	wr := RunResult{Target: res.Target, Round: res.Round, Topic: res.Topic + "-warmup"}
 	o.PlantLoss = -1
-	if err := createTopic(ctx, adm, wr.Topic, w.Partitions); err != nil {
+	if err := createTopic(ctx, adm, wr.Topic, w); err != nil {
 		return err
 	}
 	if err := producePhase(ctx, drv, inst, ww, o, label+" warm-up", &wr); err != nil {
@@ -249,12 +253,25 @@ func describedBytes(ctx context.Context, adm *kadm.Client, topic string, partiti
 	return total, derr
 }
 
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+// replicaSettle is how long a run waits after its replicated topic is
+// created: twice Kafka's default replica.fetch.wait.max.ms.
+const replicaSettle = time.Second
+
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, w Workload) error {
+	partitions := w.Partitions
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// Replication factor -1 takes the broker's default.replication.factor
 	// (KIP-464), so the tool works against any cluster.
-	r, err := adm.CreateTopic(cctx, int32(partitions), -1, nil, topic)
+	rf := int16(-1)
+	if w.ReplicationFactor > 0 {
+		rf = int16(w.ReplicationFactor)
+	}
+	var configs map[string]*string
+	if w.MinInsyncReplicas > 0 {
+		configs = map[string]*string{"min.insync.replicas": kadm.StringPtr(strconv.Itoa(w.MinInsyncReplicas))}
+	}
+	r, err := adm.CreateTopic(cctx, int32(partitions), rf, configs, topic)
 	if err == nil {
 		err = r.Err
 	}
@@ -267,9 +284,22 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		md, err := adm.Metadata(cctx, topic)
 		if err == nil {
 			if t, ok := md.Topics[topic]; ok && t.Err == nil && len(t.Partitions) == partitions {
-				ready := true
+				ready, replicated := true, false
 				for _, p := range t.Partitions {
-					ready = ready && p.Err == nil && p.Leader >= 0
+					ready = ready && p.Err == nil && p.Leader >= 0 && len(p.ISR) == len(p.Replicas)
+					replicated = replicated || len(p.Replicas) > 1
+				}
+				if ready && replicated {
+					// A new partition joins a follower's fetcher while its
+					// fetch to the leader may be parked for up to
+					// replica.fetch.wait.max.ms (500 ms by default, on
+					// Kafka and Cascade alike), so its first records wait
+					// for that fetch to return: the runs start after it.
+					select {
+					case <-cctx.Done():
+						return fmt.Errorf("topic %s not ready: %w", topic, cctx.Err())
+					case <-time.After(replicaSettle):
+					}
 				}
 				if ready {
 					return nil

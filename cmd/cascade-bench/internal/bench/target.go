@@ -28,15 +28,35 @@ type Target interface {
 	Start(ctx context.Context, round int) (*Instance, error)
 }
 
-// Instance is a broker the tool reaches over TCP. Pid and DataDir are set
-// only for brokers the tool started, whose CPU, memory and disk it can see.
+// Instance is a broker, or a cluster, the tool reaches over TCP. Pids and
+// DataDirs are set only for brokers the tool started, whose CPU, memory
+// and disk it can see: one per node.
 type Instance struct {
-	Addr    string
-	Pid     int
-	DataDir string
+	// Addr is the bootstrap address, a comma list for a cluster.
+	Addr     string
+	Pids     []int
+	DataDirs []string
 	// InMemory marks a broker that keeps no data on disk (kfake).
 	InMemory bool
 	stop     func() error
+}
+
+// Seeds returns the bootstrap addresses.
+func (i *Instance) Seeds() []string { return strings.Split(i.Addr, ",") }
+
+// procStats returns the CPU time and peak RSS of every node, summed: a
+// cluster's cost is all of its processes'.
+func (i *Instance) procStats() (ProcStats, error) {
+	var sum ProcStats
+	for _, pid := range i.Pids {
+		ps, err := readProc(pid)
+		if err != nil {
+			return sum, err
+		}
+		sum.CPU += ps.CPU
+		sum.PeakRSS += ps.PeakRSS
+	}
+	return sum, nil
 }
 
 // Stop stops a broker the tool started; for an external one it does
@@ -83,13 +103,15 @@ func flushOverrides(flushMs int) map[string]string {
 }
 
 // Cascade runs ./cmd/cascade as a child process with a fresh data dir
-// under WorkDir for every round.
+// under WorkDir for every round; with Nodes above 1, a cluster of that
+// many processes.
 type Cascade struct {
 	Bin       string
 	WorkDir   string
 	FlushMs   int
 	Overrides map[string]string
 	KeepData  bool
+	Nodes     int
 }
 
 // Name implements Target.
@@ -97,6 +119,9 @@ func (Cascade) Name() string { return "cascade" }
 
 // Start implements Target.
 func (c Cascade) Start(ctx context.Context, round int) (*Instance, error) {
+	if c.Nodes > 1 {
+		return c.startCluster(ctx, round)
+	}
 	dir := filepath.Join(c.WorkDir, fmt.Sprintf("cascade-r%d", round))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
@@ -132,7 +157,7 @@ func (c Cascade) Start(ctx context.Context, round int) (*Instance, error) {
 		lf.Close()
 		return nil, fmt.Errorf("starting cascade: %w", err)
 	}
-	inst := &Instance{Addr: addr, Pid: cmd.Process.Pid, DataDir: data}
+	inst := &Instance{Addr: addr, Pids: []int{cmd.Process.Pid}, DataDirs: []string{data}}
 	inst.stop = processStopper(cmd, lf, dir, c.KeepData)
 	if err := waitReady(ctx, addr, 30*time.Second); err != nil {
 		inst.Stop()
@@ -143,13 +168,15 @@ func (c Cascade) Start(ctx context.Context, round int) (*Instance, error) {
 
 // ApacheKafka runs Apache Kafka 4.x from the matrix's Maven jars, with the
 // JVM settings kafka-server-start.sh and kafka-run-class.sh use, a fresh
-// log dir for every round.
+// log dir for every round; with Nodes above 1, a KRaft cluster of that
+// many combined nodes.
 type ApacheKafka struct {
 	Dist      *apachekafka.Dist
 	WorkDir   string
 	FlushMs   int
 	Overrides map[string]string
 	KeepData  bool
+	Nodes     int
 }
 
 // KafkaJVMOptions are KAFKA_HEAP_OPTS (-Xms; -Xmx comes from the heap
@@ -165,6 +192,9 @@ func (ApacheKafka) Name() string { return "apache-kafka" }
 
 // Start implements Target.
 func (a ApacheKafka) Start(ctx context.Context, round int) (*Instance, error) {
+	if a.Nodes > 1 {
+		return a.startCluster(ctx, round)
+	}
 	dir := filepath.Join(a.WorkDir, fmt.Sprintf("apache-kafka-r%d", round))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
@@ -182,7 +212,7 @@ func (a ApacheKafka) Start(ctx context.Context, round int) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{Addr: b.Addr(), Pid: b.Pid(), DataDir: b.DataDir(), stop: func() error {
+	return &Instance{Addr: b.Addr(), Pids: []int{b.Pid()}, DataDirs: []string{b.DataDir()}, stop: func() error {
 		err := b.Stop()
 		if !a.KeepData {
 			err = errors.Join(err, os.RemoveAll(dir))
@@ -227,7 +257,7 @@ func (k Kfake) Start(ctx context.Context, round int) (*Instance, error) {
 		lf.Close()
 		return nil, fmt.Errorf("starting kfake helper: %w", err)
 	}
-	inst := &Instance{Pid: cmd.Process.Pid, InMemory: true}
+	inst := &Instance{Pids: []int{cmd.Process.Pid}, InMemory: true}
 	inst.stop = processStopper(cmd, lf, "", true)
 	lines := make(chan string, 1)
 	go func() {

@@ -54,6 +54,17 @@ type Workload struct {
 	// run, so a JIT-compiled broker is measured warm as it runs in
 	// production. CPU seconds exclude the warm-up; peak RSS includes it.
 	WarmupRecords int64 `json:"warmup_records"`
+	// Nodes is how many nodes each target the tool starts runs: 1 is a
+	// single broker, more a cluster of combined broker-and-controller
+	// nodes on loopback (matrix/cascadecluster, matrix/apachekafka), which
+	// the clients bootstrap from all.
+	Nodes int `json:"nodes"`
+	// ReplicationFactor of the benchmark topic; 0 takes the cluster's
+	// default.replication.factor.
+	ReplicationFactor int `json:"replication_factor"`
+	// MinInsyncReplicas, when positive, is the topic's
+	// min.insync.replicas; 0 takes the cluster's default.
+	MinInsyncReplicas int `json:"min_insync_replicas"`
 	// Seed selects the payload bytes; the same seed gives the same bytes.
 	Seed uint64 `json:"seed"`
 	// Timeout bounds each phase (produce, consume) of one run.
@@ -76,6 +87,7 @@ func DefaultWorkload() Workload {
 		BatchBytes:   16 << 10,
 		FetchSize:    1 << 20,
 		Client:       ClientFranzGo,
+		Nodes:        1,
 		Seed:         1,
 		Timeout:      10 * time.Minute,
 	}
@@ -129,6 +141,12 @@ func (w *Workload) Validate() error {
 		return bad("--flush-ms %d is negative", w.FlushMs)
 	case w.Timeout <= 0:
 		return bad("--timeout must be positive")
+	case w.Nodes < 1 || w.Nodes > 9:
+		return bad("--nodes %d is outside 1..9", w.Nodes)
+	case w.ReplicationFactor < 0 || w.ReplicationFactor > 9:
+		return bad("--replication-factor %d is outside 0..9", w.ReplicationFactor)
+	case w.MinInsyncReplicas < 0 || w.MinInsyncReplicas > 9:
+		return bad("--min-insync-replicas %d is outside 0..9", w.MinInsyncReplicas)
 	}
 	switch w.Compression {
 	case "none", "gzip", "snappy", "lz4", "zstd":
@@ -167,6 +185,14 @@ func (w Workload) String() string {
 	}
 	if w.WarmupRecords > 0 {
 		fmt.Fprintf(&b, ", warm-up %d records", w.WarmupRecords)
+	}
+	for _, o := range []struct {
+		format  string
+		v, from int
+	}{{", %d-node clusters", w.Nodes, 2}, {", RF=%d", w.ReplicationFactor, 1}, {", min.insync.replicas=%d", w.MinInsyncReplicas, 1}} {
+		if o.v >= o.from {
+			fmt.Fprintf(&b, o.format, o.v)
+		}
 	}
 	fmt.Fprintf(&b, ", client=%s", w.Client)
 	return b.String()
