@@ -14,7 +14,8 @@ import (
 )
 
 // Sample is what a cluster showed its clients at one moment: the active
-// controller and every watched partition's leader and ISR.
+// controller and every watched partition's leader and ISR, as the live
+// node that knows the latest leader epoch says.
 type Sample struct {
 	At int64
 	// Controller is -1 when no node named a live one.
@@ -68,6 +69,13 @@ func (m *Monitor) sample(ctx context.Context) {
 		s.Controller = id
 	}
 	cancel()
+	// Every live node is asked, and each partition takes the view of the
+	// latest leader epoch: a node cut off from its peers still answers
+	// clients with the leadership it last knew.
+	epochs := make([]int32, m.Partitions)
+	for i := range epochs {
+		epochs[i] = -1
+	}
 	for _, id := range cluster.LiveBrokers(m.T.C) {
 		actx, cancel := context.WithTimeout(ctx, askTimeout)
 		resp, err := m.T.C.Request(actx, id, cluster.MetadataRequest([]string{m.Topic}))
@@ -77,9 +85,11 @@ func (m *Monitor) sample(ctx context.Context) {
 		}
 		for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
 			for _, mp := range mt.Partitions {
-				if mp.Partition < 0 || mp.Partition >= m.Partitions || mp.ErrorCode != 0 {
+				if mp.Partition < 0 || mp.Partition >= m.Partitions || mp.ErrorCode != 0 || mp.LeaderEpoch <= epochs[mp.Partition] {
 					continue
 				}
+				epochs[mp.Partition] = mp.LeaderEpoch
+				s.Leaders[mp.Partition] = -1
 				if mp.Leader >= 0 && m.T.C.Live(int(mp.Leader)) {
 					s.Leaders[mp.Partition] = int(mp.Leader)
 				}
@@ -91,7 +101,6 @@ func (m *Monitor) sample(ctx context.Context) {
 				s.ISRs[mp.Partition] = isr
 			}
 		}
-		break
 	}
 	m.mu.Lock()
 	m.samples = append(m.samples, s)

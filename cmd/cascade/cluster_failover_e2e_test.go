@@ -262,19 +262,7 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 	// __consumer_offsets.
 	c.procs[coord-1].start(t, c.bin, c.logs[coord-1])
 	restarted := time.Now()
-	waitFor(t, 90*time.Second, "the restarted node back in every __consumer_offsets ISR", func() bool {
-		watch.poll(ctx, c.adm, group, topic)
-		tp := c.metadataTopic(int(next), "__consumer_offsets")
-		if tp == nil {
-			return false
-		}
-		for _, p := range tp.Partitions {
-			if !slices.Contains(p.ISR, coord) {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitInEveryISR(t, next, "__consumer_offsets", coord, func() { watch.poll(ctx, c.adm, group, topic) })
 	waitFor(t, 60*time.Second, "commits after the restart", func() bool {
 		watch.poll(ctx, c.adm, group, topic)
 		return commitsSince(restarted) >= 10
@@ -609,13 +597,24 @@ func (c *testCluster) killPrepared(ctx context.Context, commit bool) {
 		}
 	}
 	c.procs[coord-1].start(t, c.bin, c.logs[coord-1])
-	waitFor(t, 90*time.Second, "the restarted node back in every __transaction_state ISR", func() bool {
-		tp := c.metadataTopic(int(next), "__transaction_state")
+	c.waitInEveryISR(t, next, "__transaction_state", coord, nil)
+}
+
+// waitInEveryISR waits until node id is in the ISR of every partition of
+// topic, as node from's Metadata shows, calling each (when set) on every
+// look.
+func (c *testCluster) waitInEveryISR(t *testing.T, from int32, topic string, id int32, each func()) {
+	t.Helper()
+	waitFor(t, 90*time.Second, fmt.Sprintf("node %d back in every %s ISR", id, topic), func() bool {
+		if each != nil {
+			each()
+		}
+		tp := c.metadataTopic(int(from), topic)
 		if tp == nil {
 			return false
 		}
 		for _, p := range tp.Partitions {
-			if !slices.Contains(p.ISR, coord) {
+			if !slices.Contains(p.ISR, id) {
 				return false
 			}
 		}
