@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrUnavailable is returned by Available and New when this machine cannot
@@ -41,8 +42,21 @@ type Network struct {
 	// bridge's own; empty when none was needed.
 	forward []string
 
+	// forwarding says whether New ran a forwarder per node
+	// (WithForwarders); fwd are they, by node - 1.
+	forwarding bool
+	fwd        []*forwarder
+
 	mu   sync.Mutex
 	cuts map[[2]int]bool
+	// htb are the nodes whose veth has the htb qdisc of a Limit; limits
+	// and delays are the shaped pairs, lower node first.
+	htb    map[int]bool
+	limits map[[2]int]int64
+	delays map[[2]int]time.Duration
+	// changed is closed and replaced whenever a delay changes, waking the
+	// forwarders' queues.
+	changed chan struct{}
 }
 
 // Node is one node's namespace.
@@ -76,7 +90,7 @@ func Available() error {
 // New makes a network of n nodes on a fresh 10.x.y.0/24 that no route of
 // the caller's namespace uses, after removing the namespaces and bridges
 // that test processes no longer running left behind. Close removes it.
-func New(n int) (*Network, error) {
+func New(n int, opts ...Option) (*Network, error) {
 	if n < 1 || n > 250 {
 		return nil, fmt.Errorf("netns: %d nodes: want 1 to 250", n)
 	}
@@ -93,8 +107,19 @@ func New(n int) (*Network, error) {
 		return nil, err
 	}
 	id := hex.EncodeToString(raw[:])
-	nw := &Network{id: id, bridge: "cfb" + id, hostIP: subnet + ".254", cuts: map[[2]int]bool{}}
+	nw := &Network{id: id, bridge: "cfb" + id, hostIP: subnet + ".254", cuts: map[[2]int]bool{},
+		htb: map[int]bool{}, limits: map[[2]int]int64{}, delays: map[[2]int]time.Duration{}, changed: make(chan struct{})}
+	for _, o := range opts {
+		o(nw)
+	}
 	if err := nw.build(n, subnet); err != nil {
+		nw.Close()
+		return nil, err
+	}
+	if !nw.forwarding {
+		return nw, nil
+	}
+	if err := nw.startForwarders(); err != nil {
 		nw.Close()
 		return nil, err
 	}
@@ -127,7 +152,6 @@ func (nw *Network) build(n int, subnet string) error {
 			veth: fmt.Sprintf("cfv%s%d", nw.id, i),
 		}
 		nw.nodes = append(nw.nodes, node)
-		inner := "eth0"
 		steps := [][]string{
 			{"ip", "netns", "add", node.NS},
 			{"ip", "link", "add", node.veth, "type", "veth", "peer", "name", node.veth + "p"},
@@ -177,7 +201,11 @@ const host = 0
 
 // Cut drops every packet between nodes a and b in both directions; a node
 // of 0 is the caller's namespace (the test's clients). Connections stay
-// open and go silent, as across a real partition.
+// open and go silent, as across a real partition. A third rule drops the
+// packets of connections first addressed to the peer, whatever their
+// address now: on a network WithForwarders, the leg between a node and
+// its forwarder, so that a forwarded connection goes silent on both legs
+// and a new one is never accepted, as a direct one would not be.
 func (nw *Network) Cut(a, b int) error {
 	if a == b || a < 0 || b < 0 || a > len(nw.nodes) || b > len(nw.nodes) || (a == host && b == host) {
 		return fmt.Errorf("netns: cannot cut %d from %d", a, b)
@@ -193,8 +221,9 @@ func (nw *Network) Cut(a, b int) error {
 			continue // the node's own rules drop both directions
 		}
 		ns, peer := nw.Node(side[0]).NS, nw.addr(side[1])
-		for _, dir := range []string{"-s", "-d"} {
-			if err := run("ip", "netns", "exec", ns, "iptables", "-A", chain, dir, peer, "-j", "DROP"); err != nil {
+		for _, match := range [][]string{{"-s", peer}, {"-d", peer}, {"-m", "conntrack", "--ctorigdst", peer}} {
+			args := append([]string{"ip", "netns", "exec", ns, "iptables", "-A", chain}, match...)
+			if err := run(append(args, "-j", "DROP")...); err != nil {
 				return err
 			}
 		}
@@ -216,7 +245,8 @@ func (nw *Network) Isolate(a int) error {
 	return nil
 }
 
-// Heal removes every cut.
+// Heal removes every cut; limits and delays stay (Unshape removes
+// those).
 func (nw *Network) Heal() error {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
@@ -250,6 +280,10 @@ func (nw *Network) addr(i int) string {
 // still running in a namespace keep it until they exit: stop them first.
 func (nw *Network) Close() error {
 	var errs []error
+	for _, f := range nw.fwd {
+		f.stop()
+	}
+	nw.fwd = nil
 	for _, node := range nw.nodes {
 		if exists("/run/netns/" + node.NS) {
 			errs = append(errs, run("ip", "netns", "del", node.NS))

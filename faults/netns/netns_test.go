@@ -78,18 +78,7 @@ func echo(addr string) error {
 }
 
 func TestPartitions(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skip(err)
-	}
-	nw, err := New(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := nw.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	nw := newNetwork(t, 3)
 	// An echo server on node 2.
 	server := nw.Node(2).IP + ":7070"
 	srv := nw.Command(2, os.Args[0])
