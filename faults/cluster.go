@@ -267,6 +267,8 @@ func ClusterFaults(t *ClusterTarget, w Watch, seed uint64) []Fault {
 		out = append(out, t.isolateFault(role, w))
 	}
 	out = append(out, t.clientsCutFault(w))
+	// Delays and bandwidth limits between every pair of nodes (cluster_shaping.go).
+	out = append(out, t.shapingFaults(seed)...)
 	return out
 }
 

@@ -28,6 +28,7 @@ var (
 	flagRounds = flag.Int("faults.rounds", 4, "drawn fault sets after the covering ones")
 	flagUpdate = flag.Bool("faults.update", false, "rewrite the cluster table in faults/README.md from this run")
 	flagRun    = flag.Bool("faults.cluster", false, "run the cluster suites")
+	flagOnly   = flag.String("faults.only", "", "run only the named faults, comma-separated (slow:brokers,narrow:brokers); empty: all")
 )
 
 func seed() uint64 {
@@ -123,6 +124,9 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 	if !*flagFull {
 		fs = faults.CoverModesAndRoles(fs, s)
 	}
+	if *flagOnly != "" {
+		fs = onlyFaults(t, fs, strings.Split(*flagOnly, ","))
+	}
 	var mon *faults.Monitor
 	r := &faults.Suite{T: t, Seed: s, Dir: dir, Addrs: ct.C.Seeds(), LogPaths: ct.LogPaths, DataDirs: ct.DataDirs,
 		Faults: fs, RF: 3, Java: faults.JavaOpener(t, ctx, *flagJava), Name: ct.Name, KafkaDefects: kafka, StaleReads: true,
@@ -145,6 +149,24 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 	}
 	r.Cleanup(keep)
 	return res, true
+}
+
+// onlyFaults keeps the faults named, failing the test on a name no fault
+// has.
+func onlyFaults(t *testing.T, fs []faults.Fault, names []string) []faults.Fault {
+	var out []faults.Fault
+	for _, name := range names {
+		n := len(out)
+		for _, f := range fs {
+			if f.Name == name {
+				out = append(out, f)
+			}
+		}
+		if len(out) == n {
+			t.Fatalf("-faults.only: no fault named %q", name)
+		}
+	}
+	return out
 }
 
 // replaceBetween replaces what lies between the lines begin and end of
