@@ -30,14 +30,8 @@ func (d Delivery) Valid() bool { return len(d.Missing) == 0 && len(d.Duplicated)
 
 // String renders the rule's verdict with the first few values of each list.
 func (d Delivery) String() string {
-	head := func(s []string) string {
-		if len(s) > 10 {
-			return strings.Join(s[:10], " ") + " ..."
-		}
-		return strings.Join(s, " ")
-	}
 	return fmt.Sprintf("%d acknowledged, %d consumed by the drain; missing %d [%s], duplicated %d [%s]",
-		d.Acked, d.Consumed, len(d.Missing), head(d.Missing), len(d.Duplicated), head(d.Duplicated))
+		d.Acked, d.Consumed, len(d.Missing), headList(d.Missing), len(d.Duplicated), headList(d.Duplicated))
 }
 
 // ValidateDelivery applies the delivery rule to a history whose drain
@@ -87,4 +81,12 @@ func ValidateDelivery(h []lin.Op) Delivery {
 	slices.Sort(d.Missing)
 	slices.Sort(d.Duplicated)
 	return d
+}
+
+// headList joins the first ten of s for a one-line summary.
+func headList(s []string) string {
+	if len(s) > 10 {
+		return strings.Join(s[:10], " ") + " ..."
+	}
+	return strings.Join(s, " ")
 }

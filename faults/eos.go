@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -167,14 +166,8 @@ func (e ExactlyOnce) Exact() bool {
 
 // String summarises the comparison, with the first few of each list.
 func (e ExactlyOnce) String() string {
-	head := func(s []string) string {
-		if len(s) > 10 {
-			return strings.Join(s[:10], " ") + " ..."
-		}
-		return strings.Join(s, " ")
-	}
 	return fmt.Sprintf("%d input records below the committed offsets, %d committed copies; missing %d [%s], duplicated %d [%s], extra %d [%s]",
-		e.Expected, e.Copies, len(e.Missing), head(e.Missing), len(e.Duplicated), head(e.Duplicated), len(e.Extra), head(e.Extra))
+		e.Expected, e.Copies, len(e.Missing), headList(e.Missing), len(e.Duplicated), headList(e.Duplicated), len(e.Extra), headList(e.Extra))
 }
 
 // CheckExactlyOnce compares, after the copiers have stopped, the copy
