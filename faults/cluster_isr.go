@@ -42,6 +42,11 @@ func (t *ClusterTarget) isolateFollowerFault(w Watch) Fault {
 			if id, err = t.holderWithin(ctx, RoleFollower, w, holderBound); err != nil {
 				return err
 			}
+			// A follower still catching up from an earlier fault would
+			// leave no ISR to shrink.
+			if err := t.waitInISR(ctx, w, id, true, isrGrowBound); err != nil {
+				return fmt.Errorf("before the cut: %w", err)
+			}
 			start := time.Now()
 			if err := t.Net.Isolate(id); err != nil {
 				return err

@@ -84,12 +84,21 @@ func (w *Workload) CopyStats() CopyStats {
 // group's committed offsets rewind it.
 func (w *Workload) copy(ctx context.Context, i int) error {
 	name := fmt.Sprintf("copier-%d", i)
+	var logOpts []kgo.Opt
+	if w.ClientLog != nil {
+		// The session's own log shows where a stalled copier waits.
+		logOpts = append(logOpts, kgo.WithLogger(kgo.BasicLogger(w.ClientLog, kgo.LogLevelInfo,
+			func() string { return time.Now().Format("15:04:05.000000 ") + name + ": " })))
+	}
 	newSession := func() (*kgo.GroupTransactSession, error) {
-		return kgo.NewGroupTransactSession(w.clientOpts(
+		return kgo.NewGroupTransactSession(w.clientOpts(append(logOpts,
 			kgo.ClientID(name),
 			kgo.TransactionalID(copyTransactionalID+strconv.Itoa(i)),
 			kgo.TransactionTimeout(copyTxnTimeout),
 			kgo.ConsumerGroup(copyGroup), kgo.ConsumeTopics(w.Topic),
+			kgo.SessionTimeout(groupSessionTimeout),
+			kgo.HeartbeatInterval(500*time.Millisecond),
+			kgo.RebalanceTimeout(10*time.Second),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(),
@@ -97,7 +106,7 @@ func (w *Workload) copy(ctx context.Context, i int) error {
 			kgo.FetchMaxWait(500*time.Millisecond),
 			kgo.RecordDeliveryTimeout(8*time.Second),
 			kgo.ProducerLinger(0),
-		)...)
+		)...)...)
 	}
 	sess, err := newSession()
 	if err != nil {
@@ -137,8 +146,12 @@ func (w *Workload) copy(ctx context.Context, i int) error {
 			sess.Produce(octx, &kgo.Record{Topic: w.CopyTopic, Partition: r.Partition,
 				Key: []byte(copyKey(r.Partition, r.Offset)), Value: r.Value}, nil)
 		})
+		began := time.Now()
 		ok, err := sess.End(octx, kgo.TryCommit)
 		w.copies.note(n, ok, err, w.Rec.Now())
+		if d := time.Since(began); d > 5*time.Second {
+			w.logf("%s: a transaction of %d records ended (committed: %v) after %v", name, n, ok, d.Round(time.Millisecond))
+		}
 		if err != nil {
 			if err := replace("end", err); err != nil {
 				return err
