@@ -75,8 +75,10 @@ type Suite struct {
 	// are kept in Report and logged rather than failing the test, which
 	// asserts what they must be.
 	Control bool
-	// Report is the history check's report, after Run.
-	Report *lin.Report
+	// Report is the history check's report, and Delivery Kafka's
+	// delivery rule applied to the history, after Run.
+	Report   *lin.Report
+	Delivery Delivery
 	// StaleReads lets high watermarks trail the log in the check, as a
 	// cluster's do (linearizability.Options.StaleReads).
 	StaleReads bool
@@ -265,7 +267,8 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	}
 	t.Logf("operations by client kind:\n%s", summarize(h))
 	t.Logf("check: %s", strings.TrimSpace(rep.Summary()))
-	if d := ValidateDelivery(h); d.Valid() {
+	r.Delivery = ValidateDelivery(h)
+	if d := r.Delivery; d.Valid() {
 		t.Logf("validate_delivery: %s", d)
 	} else if r.Control {
 		t.Logf("validate_delivery (negative control): %s", d)
