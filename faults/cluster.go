@@ -47,6 +47,7 @@ func clusterSettings(overrides map[string]string) map[string]string {
 		"broker.session.timeout.ms":    "3000",
 		"broker.heartbeat.interval.ms": "500",
 		"min.insync.replicas":          "2",
+		"replica.lag.time.max.ms":      fmt.Sprint(replicaLagTimeMax.Milliseconds()),
 		txnAbortIntervalKey:            txnAbortInterval,
 	}
 	for k, v := range overrides {
@@ -263,9 +264,10 @@ func ClusterFaults(t *ClusterTarget, w Watch, seed uint64) []Fault {
 			}))
 	}
 	out = append(out, t.bounceAllFault())
-	for _, role := range []Role{RoleLeader, RoleController, RoleFollower} {
+	for _, role := range []Role{RoleLeader, RoleController} {
 		out = append(out, t.isolateFault(role, w))
 	}
+	out = append(out, t.isolateFollowerFault(w))
 	out = append(out, t.clientsCutFault(w))
 	// Delays and bandwidth limits between every pair of nodes (cluster_shaping.go).
 	out = append(out, t.shapingFaults(seed)...)

@@ -12,7 +12,8 @@ import (
 // ClusterResult is one cluster suite run on one target.
 type ClusterResult struct {
 	Target string
-	Seed   uint64
+	// Seeds are the runs' seeds (one per run merged into the result).
+	Seeds []uint64
 	// Passed is the run's verdict: every history check clean, no stuck
 	// client, the drain complete.
 	Passed  bool
@@ -167,7 +168,7 @@ func ClusterMarkdown(results []ClusterResult) string {
 		if !r.Passed {
 			verdict = "FAILED"
 		}
-		fmt.Fprintf(&b, "\n%s: seed %d, %s.", r.Target, r.Seed, verdict)
+		fmt.Fprintf(&b, "\n%s: %s %s, %s.", r.Target, plural(len(r.Seeds), "seed", "seeds"), seedList(r.Seeds), verdict)
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -181,7 +182,8 @@ func ClusterHTML(results []ClusterResult) string {
 td.l,th.l{text-align:left}.pass{background:#d9f2d9}.fail{background:#f7d0d0}.na{color:#999}</style>
 <h1>Cluster fault suites</h1><p>Figures are median / max seconds over the times each fault was applied.</p><table><tr><th class=l rowspan=2>fault</th>`)
 	for _, r := range results {
-		fmt.Fprintf(&b, "<th colspan=%d>%s (seed %d)</th>", len(clusterColumns)+1, html.EscapeString(r.Target), r.Seed)
+		fmt.Fprintf(&b, "<th colspan=%d>%s (%s %s)</th>", len(clusterColumns)+1, html.EscapeString(r.Target),
+			plural(len(r.Seeds), "seed", "seeds"), seedList(r.Seeds))
 	}
 	b.WriteString("</tr><tr>")
 	for range results {
@@ -203,4 +205,40 @@ td.l,th.l{text-align:left}.pass{background:#d9f2d9}.fail{background:#f7d0d0}.na{
 	}
 	b.WriteString("</table>\n")
 	return b.String()
+}
+
+// MergeClusterResults merges the runs of each target into one result, in
+// the order the targets first appear: their seeds and figures together,
+// passed only when every run passed.
+func MergeClusterResults(runs []ClusterResult) []ClusterResult {
+	var out []ClusterResult
+	at := map[string]int{}
+	for _, r := range runs {
+		i, ok := at[r.Target]
+		if !ok {
+			at[r.Target] = len(out)
+			out = append(out, ClusterResult{Target: r.Target, Passed: true})
+			i = len(out) - 1
+		}
+		m := &out[i]
+		m.Seeds = append(m.Seeds, r.Seeds...)
+		m.Figures = append(m.Figures, r.Figures...)
+		m.Passed = m.Passed && r.Passed
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func seedList(seeds []uint64) string {
+	s := make([]string, len(seeds))
+	for i, v := range seeds {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ", ")
 }

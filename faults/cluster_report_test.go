@@ -38,8 +38,8 @@ func TestClusterFigures(t *testing.T) {
 	if f := ClusterFigures(later, samples, h, "t", 0, 3)[0]; f.ISRBack != -1 || f.NewLeader != 3*time.Second {
 		t.Errorf("figures with a later fault at 9.5 s: %+v", f)
 	}
-	md := ClusterMarkdown([]ClusterResult{{Target: "A", Seed: 7, Passed: true, Figures: fs},
-		{Target: "B", Seed: 7, Passed: false, Figures: fs}})
+	md := ClusterMarkdown([]ClusterResult{{Target: "A", Seeds: []uint64{7}, Passed: true, Figures: fs},
+		{Target: "B", Seeds: []uint64{7}, Passed: false, Figures: fs}})
 	for _, s := range []string{"| hard-shutdown:leader | pass | 3.0 / 3.0 | - | 4.0 / 4.0 | 2.0 / 2.0 | FAIL (run) |", "B: seed 7, FAILED."} {
 		if !strings.Contains(md, s) {
 			t.Errorf("table lacks %q:\n%s", s, md)
@@ -69,6 +69,29 @@ func TestCoverModesAndRoles(t *testing.T) {
 			if !roles[string(r)] {
 				t.Errorf("seed %d: role %s never applied: %v", seed, r, got)
 			}
+		}
+	}
+}
+
+func TestMergeClusterResults(t *testing.T) {
+	f := func(d time.Duration) []FaultFigure {
+		return []FaultFigure{{Fault: "pause:leader", NewLeader: d, NewControl: -1, FirstAck: -1, ISRBack: -1}}
+	}
+	got := MergeClusterResults([]ClusterResult{
+		{Target: "K", Seeds: []uint64{1}, Passed: true, Figures: f(time.Second)},
+		{Target: "C", Seeds: []uint64{1}, Passed: true, Figures: f(2 * time.Second)},
+		{Target: "K", Seeds: []uint64{2}, Passed: false, Figures: f(3 * time.Second)},
+	})
+	if len(got) != 2 || got[0].Target != "K" || got[1].Target != "C" {
+		t.Fatalf("merged %+v", got)
+	}
+	if k := got[0]; k.Passed || len(k.Seeds) != 2 || len(k.Figures) != 2 {
+		t.Errorf("K merged as %+v", k)
+	}
+	md := ClusterMarkdown(got)
+	for _, s := range []string{"| pause:leader | FAIL (run) | 3.0 / 3.0 |", "K: seeds 1, 2, FAILED.", "C: seed 1, passed."} {
+		if !strings.Contains(md, s) {
+			t.Errorf("table lacks %q:\n%s", s, md)
 		}
 	}
 }

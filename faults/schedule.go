@@ -28,6 +28,10 @@ type Fault struct {
 	// then, so recovery is measured from that moment, and does not call
 	// Heal.
 	HealedOnApply bool
+	// Recovered, when set, waits after the heal (logged first, so that
+	// recovery figures count from it) for what must come back, and fails
+	// the schedule when it does not within its own bound.
+	Recovered func(ctx context.Context) error
 	// Note, when set, describes the fault just applied (a seeded pause's
 	// length) in the schedule's log.
 	Note func() string
@@ -229,6 +233,11 @@ func (s *Schedule) Run(ctx context.Context) ([]string, error) {
 				continue
 			}
 			s.event(true, f.Name)
+			if f.Recovered != nil {
+				if err := f.Recovered(hctx); err != nil {
+					errs = append(errs, fmt.Errorf("after healing %s: %w", f.Name, err))
+				}
+			}
 		}
 		cur = nil
 		return errors.Join(errs...)

@@ -75,11 +75,16 @@ type Suite struct {
 	// are kept in Report and logged rather than failing the test, which
 	// asserts what they must be.
 	Control bool
-	// Report is the history check's report, after Run.
-	Report *lin.Report
+	// Report is the history check's report, and Delivery Kafka's
+	// delivery rule applied to the history, after Run.
+	Report   *lin.Report
+	Delivery Delivery
 	// StaleReads lets high watermarks trail the log in the check, as a
 	// cluster's do (linearizability.Options.StaleReads).
 	StaleReads bool
+	// Copiers adds consume-transform-produce loops copying the topic
+	// exactly once (Workload.Copiers), checked after the drain.
+	Copiers int
 	// KafkaDefects is set for Apache Kafka only: its anomalies that its
 	// skipped transaction markers explain (kafkadefect.go) are reported as
 	// a defect reproduced instead of failing the run.
@@ -133,17 +138,21 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	ft := r.FaultTime
 	t.Logf("seed %d (replay: -faults.seed=%d); faults for up to %v; artifacts in %s", r.Seed, r.Seed, ft, r.Dir)
 	const topic, partitions = "faults", 3
+	topics := []string{topic}
+	if r.Copiers > 0 {
+		topics = append(topics, copyTopic)
+	}
 	adm, err := kgo.NewClient(kgo.SeedBrokers(r.Addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := kadm.NewClient(adm).CreateTopic(ctx, partitions, max(r.RF, 1), nil, topic)
+	resps, err := kadm.NewClient(adm).CreateTopics(ctx, partitions, max(r.RF, 1), nil, topics...)
 	adm.Close()
 	if err == nil {
-		err = resp.Err
+		err = resps.Error()
 	}
 	if err != nil {
-		t.Fatalf("creating topic: %v", err)
+		t.Fatalf("creating topics: %v", err)
 	}
 
 	g := proxy.NewGroup(proxy.Options{Seed: r.Seed})
@@ -189,6 +198,7 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	if r.Txn {
 		w.TxnProducers = 2
 	}
+	w.Copiers, w.CopyTopic = r.Copiers, copyTopic
 	if r.Workload != nil {
 		r.Workload(w)
 	}
@@ -223,6 +233,7 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	// Liveness then reports as a stuck client).
 	finalHeal := rec.Now()
 	waitRecovered(workCtx, rec, finalHeal, livenessBound)
+	copyStuck := w.Copiers > 0 && !waitCopied(workCtx, w, finalHeal, livenessBound)
 	stopObserving()
 	stopWork()
 	wg.Wait()
@@ -241,6 +252,9 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	if derr != nil {
 		t.Errorf("drain: %v", derr)
 	}
+	if w.Copiers > 0 {
+		r.checkCopies(ctx, w, copyStuck)
+	}
 
 	h, err := lin.ReadFile(histPath)
 	if err != nil {
@@ -253,6 +267,14 @@ func (r *Suite) Run(ctx context.Context) (keep bool) {
 	}
 	t.Logf("operations by client kind:\n%s", summarize(h))
 	t.Logf("check: %s", strings.TrimSpace(rep.Summary()))
+	r.Delivery = ValidateDelivery(h)
+	if d := r.Delivery; d.Valid() {
+		t.Logf("validate_delivery: %s", d)
+	} else if r.Control {
+		t.Logf("validate_delivery (negative control): %s", d)
+	} else {
+		t.Errorf("validate_delivery fails: %s", d)
+	}
 	r.History, r.Events, r.Report = h, sched.Events(), rep
 	lv := Liveness(h, r.Events, finalHeal, livenessBound)
 	md := lv.Markdown(r.Name)
@@ -329,12 +351,22 @@ func (r *Suite) judge(h []lin.Op, rep *lin.Report, clock ClockAnchor) (valid boo
 	}
 	if r.KafkaDefects {
 		md := FindingsMarkdown(r.Name, known)
+		if stale := StaleCommitFindings(h, rep); stale != "" {
+			md += "\n" + stale
+			t.Logf("APACHE KAFKA ANOMALY (information, see findings.md): %d stale committed-offset reads", rep.Count(lin.KindStaleCommitRead))
+		}
 		if err := os.WriteFile(filepath.Join(r.Dir, "findings.md"), []byte(md), 0o644); err != nil {
 			t.Errorf("writing findings.md: %v", err)
 		}
 		for _, d := range known {
 			t.Logf("APACHE KAFKA DEFECT REPRODUCED (skipped transaction markers, see findings.md): %s", d)
 		}
+	}
+	if n := rep.Count(lin.KindStaleCommitRead); n > 0 && !r.KafkaDefects && !r.Control {
+		// Cascade's group coordinator answers OffsetFetch only from
+		// state its followers hold: it never reads back an older offset.
+		t.Errorf("%d stale committed-offset reads:\n%s", n, StaleCommitFindings(h, rep))
+		return false, nil
 	}
 	dropped := 0
 	for k, n := range rep.Dropped {

@@ -65,6 +65,12 @@ type Workload struct {
 	// acknowledged alone. A negative control's setting.
 	LeaderAcks bool
 
+	// Copiers are consume-transform-produce loops (franz-go
+	// GroupTransactSession) copying Topic to CopyTopic exactly once.
+	Copiers   int
+	CopyTopic string
+
+	copies   copier
 	mu       sync.Mutex
 	produced int
 	acked    int
@@ -124,7 +130,10 @@ func (w *Workload) Run(ctx context.Context) error {
 	if w.GroupConsumers > 0 && w.MemberGroup == "" {
 		return errors.New("workload: group consumers asked for without a MemberGroup")
 	}
-	errc := make(chan error, w.Producers+w.Consumers+w.ConfluentProducers+w.TxnProducers+w.JavaProducers+w.JavaConsumers+w.GroupConsumers)
+	if w.Copiers > 0 && w.CopyTopic == "" {
+		return errors.New("workload: copiers asked for without a CopyTopic")
+	}
+	errc := make(chan error, w.Producers+w.Consumers+w.ConfluentProducers+w.TxnProducers+w.JavaProducers+w.JavaConsumers+w.GroupConsumers+w.Copiers)
 	start := func(n int, f func(i int) error) {
 		for i := 0; i < n; i++ {
 			wg.Add(1)
@@ -143,6 +152,7 @@ func (w *Workload) Run(ctx context.Context) error {
 	start(w.JavaProducers, func(i int) error { return w.produceJava(ctx, i) })
 	start(w.JavaConsumers, func(i int) error { return w.consumeJava(ctx, i) })
 	start(w.GroupConsumers, func(i int) error { return w.consumeGroup(ctx, i) })
+	start(w.Copiers, func(i int) error { return w.copy(ctx, i) })
 	wg.Wait()
 	close(errc)
 	return errors.Join(collect(errc)...)
