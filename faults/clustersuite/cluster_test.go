@@ -151,7 +151,7 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	nw, err := netns.New(3)
+	nw, err := netns.New(3, netns.WithForwarders())
 	if err != nil {
 		t.Fatal(err)
 	}
