@@ -143,7 +143,7 @@ func TestClusterControllerKill(t *testing.T) {
 // TestClusterStopAndControls stops a leader cleanly (its log dir gets the
 // clean-shutdown marker and the leadership moves), checks that MoveLeader
 // moves the leadership to a replica that is not first and refuses a node
-// with no replica, and that Pause says it cannot be done in process.
+// with no replica.
 func TestClusterStopAndControls(t *testing.T) {
 	c := brokertest.StartCluster(t, 3)
 	if got := len(c.Seeds()); got != 3 || c.Bootstrap() == "" {
@@ -176,9 +176,6 @@ func TestClusterStopAndControls(t *testing.T) {
 	}
 	if err := c.MoveLeader("single", 0, 1+one[0]%3); !errors.Is(err, brokertest.ErrNotReplica) {
 		t.Fatalf("MoveLeader to a node with no replica: %v, want ErrNotReplica", err)
-	}
-	if err := c.Pause(leader); !errors.Is(err, brokertest.ErrNotInProcess) {
-		t.Fatalf("Pause: %v, want ErrNotInProcess", err)
 	}
 	if err := c.Stop(leader); err != nil {
 		t.Fatal(err)
