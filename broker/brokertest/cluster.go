@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker"
@@ -32,6 +30,7 @@ type clusterSettings struct {
 	overrides     map[string]string
 	nodeOverrides map[int]map[string]string
 	startTimeout  time.Duration
+	netns         bool
 }
 
 // WithOverrides sets broker properties, by Apache Kafka's names, on every
@@ -73,9 +72,9 @@ func WithStartTimeout(d time.Duration) ClusterOption {
 // satisfies matrix/cluster.Cluster, so that package's helpers
 // (WaitForBrokers, QuorumLeader, Metadata...) work on it too.
 type Cluster struct {
-	t       testing.TB
-	timeout time.Duration
-	net     *network
+	helpers
+	t   testing.TB
+	net *network
 
 	mu    sync.Mutex // Guards each node's Broker.
 	nodes []*Node    // Ordered by id, from 1.
@@ -124,17 +123,9 @@ var ErrUnknownNode = errors.New("brokertest: no such node")
 // which WithOverrides changes. Every node is killed when the test ends.
 func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("brokertest: StartCluster of %d nodes", n)
-	}
-	s := clusterSettings{overrides: map[string]string{}, nodeOverrides: map[int]map[string]string{}, startTimeout: 60 * time.Second}
-	for _, o := range opts {
-		o(&s)
-	}
-	for id := range s.nodeOverrides {
-		if id < 1 || id > n {
-			t.Fatalf("brokertest: WithNodeOverrides names node %d of %d", id, n)
-		}
+	s := settings(t, n, opts)
+	if s.netns {
+		t.Fatal("brokertest: WithNetworkNamespaces is for StartProcessCluster; StartCluster's nodes are isolated by their links")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.startTimeout)
 	defer cancel()
@@ -146,12 +137,32 @@ func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	return c
 }
 
+// settings applies opts to the defaults, failing the test on a bad node
+// id.
+func settings(t testing.TB, n int, opts []ClusterOption) clusterSettings {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("brokertest: a cluster of %d nodes", n)
+	}
+	s := clusterSettings{overrides: map[string]string{}, nodeOverrides: map[int]map[string]string{}, startTimeout: 60 * time.Second}
+	for _, o := range opts {
+		o(&s)
+	}
+	for id := range s.nodeOverrides {
+		if id < 1 || id > n {
+			t.Fatalf("brokertest: WithNodeOverrides names node %d of %d", id, n)
+		}
+	}
+	return s
+}
+
 func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 	ports, err := cluster.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{t: t, timeout: s.startTimeout, net: newNetwork()}
+	c := &Cluster{helpers: helpers{timeout: s.startTimeout}, t: t, net: newNetwork()}
+	c.helpers.c = c
 	var voters []string
 	for i := range n {
 		nd := &Node{ID: i + 1, Dir: t.TempDir(), log: &tail{max: 64 << 10},
@@ -244,6 +255,14 @@ func (c *Cluster) node(id int) (*Node, error) {
 		return nd, nil
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownNode, id)
+}
+
+// LogDir returns node id's log.dirs, or "".
+func (c *Cluster) LogDir(id int) string {
+	if nd := c.Node(id); nd != nil {
+		return nd.Props["log.dirs"]
+	}
+	return ""
 }
 
 // Broker returns node id's running broker, or nil while it is killed or
@@ -465,81 +484,6 @@ func (c *Cluster) close() {
 	if err := c.Close(); err != nil {
 		c.t.Errorf("brokertest: killing the cluster: %v", err)
 	}
-}
-
-// Client returns a franz-go client seeded with every node, closed when
-// the test ends. opts are appended.
-func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return newClient(t, c.Seeds(), opts)
-}
-
-// Admin returns a kadm client over a new franz-go client.
-func (c *Cluster) Admin(t testing.TB) *kadm.Client {
-	t.Helper()
-	return kadm.NewClient(c.Client(t))
-}
-
-// ctx bounds one control of the cluster.
-func (c *Cluster) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.timeout)
-}
-
-// CreateTopic creates topic with the given partitions, replication
-// factor and configs (nil for none), and waits until every partition has
-// a leader and a full ISR.
-func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32, rf int16, configs map[string]*string) {
-	t.Helper()
-	createTopic(t, c, c.timeout, topic, partitions, rf, configs)
-}
-
-// ctl bounds one of clusterctl's helpers by the cluster's timeout.
-func (c *Cluster) ctl(f func(ctx context.Context) error) error {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	return f(ctx)
-}
-
-// Leader waits until a reachable node (live, not paused, not isolated)
-// leads topic's partition, as a reachable node's Metadata names it, and
-// returns its id (clusterctl.Leader). After an Isolate of the leader it
-// returns once the others have elected another.
-func (c *Cluster) Leader(topic string, partition int32) (id int, err error) {
-	err = c.ctl(func(ctx context.Context) error { id, err = clusterctl.Leader(ctx, c, topic, partition); return err })
-	return id, err
-}
-
-// WaitISR waits until topic's partition has a reachable leader and
-// exactly n in-sync replicas, as a reachable node's Metadata says.
-func (c *Cluster) WaitISR(topic string, partition int32, n int) error {
-	return c.ctl(func(ctx context.Context) error { return clusterctl.WaitISR(ctx, c, topic, partition, n) })
-}
-
-// Controller returns the active controller: the reachable voter leading
-// the metadata quorum (DescribeQuorum on the controller listeners).
-func (c *Cluster) Controller() (id int, err error) {
-	err = c.ctl(func(ctx context.Context) error { id, err = clusterctl.Controller(ctx, c); return err })
-	return id, err
-}
-
-// ErrNotReplica reports a MoveLeader to a node that holds no replica of
-// the partition.
-var ErrNotReplica = clusterctl.ErrNotReplica
-
-// MoveLeader makes node the leader of topic's partition and waits until
-// Metadata names it (clusterctl.MoveLeader): a reassignment that puts node
-// first among the replicas (AlterPartitionReassignments, KIP-455), then a
-// preferred leader election (ElectLeaders, KIP-460), as an operator does.
-// node must be a replica in the ISR, else ErrNotReplica; after a Kill of
-// the preferred leader and its Restart, this moves the leadership back.
-func (c *Cluster) MoveLeader(topic string, partition int32, node int) error {
-	return c.ctl(func(ctx context.Context) error { return clusterctl.MoveLeader(ctx, c, topic, partition, node) })
-}
-
-// Replicas returns topic's partition's replicas, as Metadata lists them.
-func (c *Cluster) Replicas(topic string, partition int32) (ids []int, err error) {
-	err = c.ctl(func(ctx context.Context) error { ids, err = clusterctl.Replicas(ctx, c, topic, partition); return err })
-	return ids, err
 }
 
 // tail keeps the last max bytes of a node's log.
