@@ -117,10 +117,12 @@ var ErrUnknownNode = errors.New("brokertest: no such node")
 // StartCluster starts n combined nodes (process.roles=broker,controller)
 // with a static voter set on free loopback ports, each with a t.TempDir
 // log dir, and returns when every broker lists every node in its Metadata
-// (registered and unfenced). The internal topics have replication factor
-// 1, as Cascade's coordinators require today; user topics default to
-// Kafka's defaults (default.replication.factor=1, min.insync.replicas=1),
-// which WithOverrides changes. Every node is killed when the test ends.
+// (registered and unfenced). The configuration is
+// cascadecluster.NodeProperties' (the internal topics replicated on up to
+// three nodes), except that each node advertises its front (Node.Addr);
+// user topics default to Kafka's defaults (default.replication.factor=1,
+// min.insync.replicas=1), which WithOverrides changes. Every node is
+// killed when the test ends.
 func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
 	s := settings(t, n, opts)
