@@ -278,15 +278,24 @@ func silent(t *testing.T, c brokertest.Controls, id int) {
 func produceRaw(c brokertest.Controls, id int, topic, value string) (int16, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	md, err := c.Request(ctx, id, cluster.MetadataRequest([]string{topic}))
+	// The node's own Metadata names the topic's id once its metadata has
+	// the topic, which may come after the other nodes'.
+	var topicID [16]byte
+	err := cluster.Poll(ctx, cluster.PollInterval, func() error {
+		md, err := c.Request(ctx, id, cluster.MetadataRequest([]string{topic}))
+		if err != nil {
+			return err
+		}
+		for _, mt := range md.(*kmsg.MetadataResponse).Topics {
+			if mt.Topic != nil && *mt.Topic == topic && mt.ErrorCode == 0 && mt.TopicID != [16]byte{} {
+				topicID = mt.TopicID
+				return nil
+			}
+		}
+		return fmt.Errorf("node %d's Metadata lacks %s", id, topic)
+	})
 	if err != nil {
 		return 0, err
-	}
-	var topicID [16]byte
-	for _, mt := range md.(*kmsg.MetadataResponse).Topics {
-		if mt.Topic != nil && *mt.Topic == topic {
-			topicID = mt.TopicID
-		}
 	}
 	b, err := record.Build(record.NewSpec(record.Rec{Timestamp: time.Now().UnixMilli(), Key: []byte("k"), Value: []byte(value)}))
 	if err != nil {

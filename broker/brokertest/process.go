@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/cascade-kafka/cascade/broker/brokertest/clusterctl"
 	"github.com/cascade-kafka/cascade/faults/netns"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // WithNetworkNamespaces runs each node of StartProcessCluster in a Linux
@@ -110,6 +112,48 @@ func (c *ProcessCluster) Close() error {
 		c.nw = nil
 	}
 	return err
+}
+
+// Pause sends SIGSTOP to node id (cascadecluster's Pause) and returns
+// once every thread of its process has stopped, as /proc shows: a signal
+// is delivered asynchronously, and on a loaded machine a thread may still
+// answer a request sent right after the kill(2). Where /proc does not
+// exist, it returns after the signal.
+func (c *ProcessCluster) Pause(id int) error {
+	if err := c.Cluster.Pause(id); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid := c.Node(id).Pid()
+	if err := cluster.Poll(ctx, 10*time.Millisecond, func() error { return stopped(pid) }); err != nil {
+		return fmt.Errorf("brokertest: node %d after SIGSTOP: %w", id, err)
+	}
+	return nil
+}
+
+// stopped returns nil once every thread of process pid is in the
+// stopped state (T), or when /proc cannot tell.
+func stopped(pid int) error {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return nil
+	}
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // the thread exited
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return fmt.Errorf("unreadable %s", path)
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return fmt.Errorf("thread %s is in state %c", filepath.Base(filepath.Dir(path)), st)
+		}
+	}
+	return nil
 }
 
 // Isolate drops every packet between node id and its peers, in both
