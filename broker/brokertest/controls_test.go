@@ -60,6 +60,21 @@ func TestControlsProcesses(t *testing.T) {
 	controlsBody(t, brokertest.StartProcessCluster(t, 3, opts...))
 }
 
+// TestControlsApacheKafka runs the same body against an Apache Kafka 4.4
+// cluster (matrix/apachekafka, in network namespaces when root), to check
+// that what it expects of each control is Kafka's behaviour. It starts
+// three JVMs, so it runs only with CASCADE_TEST_KAFKA=1.
+func TestControlsApacheKafka(t *testing.T) {
+	if os.Getenv("CASCADE_TEST_KAFKA") == "" {
+		t.Skip("set CASCADE_TEST_KAFKA=1 to run the control tests against Apache Kafka")
+	}
+	opts := []brokertest.ClusterOption{controlSettings}
+	if os.Geteuid() == 0 {
+		opts = append(opts, brokertest.WithNetworkNamespaces())
+	}
+	controlsBody(t, brokertest.StartKafkaCluster(t, 3, opts...))
+}
+
 // controlsBody writes to one partition with replication factor 3 and
 // min.insync.replicas=2 through a franz-go producer (acks=all,
 // idempotent) while it drives every control, checks each one's effect as

@@ -1,21 +1,15 @@
 package brokertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/brokertest/clusterctl"
-	"github.com/cascade-kafka/cascade/faults/netns"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
-	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // WithNetworkNamespaces runs each node of StartProcessCluster in a Linux
@@ -27,11 +21,6 @@ func WithNetworkNamespaces() ClusterOption {
 	return func(s *clusterSettings) { s.netns = true }
 }
 
-// ErrNoIsolation reports an Isolate of a StartProcessCluster node whose
-// cluster was started without WithNetworkNamespaces: processes on one
-// loopback cannot be cut from each other.
-var ErrNoIsolation = errors.New("brokertest: Isolate needs WithNetworkNamespaces")
-
 // ProcessCluster is a cluster of cmd/cascade processes
 // (matrix/cascadecluster), each a combined broker and controller node
 // configured as StartCluster's nodes are, with the same controls: Kill is
@@ -42,10 +31,7 @@ var ErrNoIsolation = errors.New("brokertest: Isolate needs WithNetworkNamespaces
 type ProcessCluster struct {
 	*cascadecluster.Cluster
 	helpers
-	nw *netns.Network // nil without WithNetworkNamespaces
-
-	mu       sync.Mutex
-	isolated []int
+	nsIsolation
 }
 
 var (
@@ -66,14 +52,9 @@ func StartProcessCluster(t testing.TB, n int, opts ...ClusterOption) *ProcessClu
 	s := settings(t, n, opts)
 	c := &ProcessCluster{helpers: helpers{timeout: s.startTimeout}}
 	c.helpers.c = c
+	c.nsIsolation.nodes = n
 	if s.netns {
-		if err := netns.Available(); err != nil {
-			t.Skipf("brokertest: WithNetworkNamespaces: %v", err)
-		}
-		var err error
-		if c.nw, err = netns.New(n); err != nil {
-			t.Fatalf("brokertest: %v", err)
-		}
+		c.nw = newNamespaces(t, n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.startTimeout+2*time.Minute) // and the build
 	defer cancel()
@@ -87,126 +68,25 @@ func StartProcessCluster(t testing.TB, n int, opts ...ClusterOption) *ProcessClu
 	var err error
 	c.Cluster, err = cascadecluster.Start(ctx, o)
 	if err != nil {
-		if c.nw != nil {
-			err = errors.Join(err, c.nw.Close())
-		}
-		t.Fatalf("brokertest: %v", err)
+		t.Fatalf("brokertest: %v", errors.Join(err, c.nsIsolation.close()))
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("brokertest: the nodes' logs end:\n%s", c.Logs(4000))
-		}
-		if err := c.Close(); err != nil {
-			t.Errorf("brokertest: closing the cluster: %v", err)
-		}
-	})
+	closeAtEnd(t, c)
 	return c
 }
 
 // Close kills every node and removes the cluster's directory and network
 // namespaces; the test's cleanup calls it too.
 func (c *ProcessCluster) Close() error {
-	err := c.Cluster.Close()
-	if c.nw != nil {
-		err = errors.Join(err, c.nw.Close())
-		c.nw = nil
-	}
-	return err
+	return errors.Join(c.Cluster.Close(), c.nsIsolation.close())
 }
 
 // Pause sends SIGSTOP to node id (cascadecluster's Pause) and returns
-// once every thread of its process has stopped, as /proc shows: a signal
-// is delivered asynchronously, and on a loaded machine a thread may still
-// answer a request sent right after the kill(2). Where /proc does not
-// exist, it returns after the signal.
+// once every thread of its process has stopped (waitStopped).
 func (c *ProcessCluster) Pause(id int) error {
 	if err := c.Cluster.Pause(id); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid := c.Node(id).Pid()
-	if err := cluster.Poll(ctx, 10*time.Millisecond, func() error { return stopped(pid) }); err != nil {
-		return fmt.Errorf("brokertest: node %d after SIGSTOP: %w", id, err)
-	}
-	return nil
-}
-
-// stopped returns nil once every thread of process pid is in the
-// stopped state (T), or when /proc cannot tell.
-func stopped(pid int) error {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(tasks) == 0 {
-		return nil
-	}
-	for _, path := range tasks {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // the thread exited
-		}
-		// pid (comm) state ...: comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			return fmt.Errorf("unreadable %s", path)
-		}
-		if st := b[i+2]; st != 'T' && st != 't' {
-			return fmt.Errorf("thread %s is in state %c", filepath.Base(filepath.Dir(path)), st)
-		}
-	}
-	return nil
-}
-
-// Isolate drops every packet between node id and its peers, in both
-// directions (faults/netns): their connections go silent and stay open,
-// and new connections time out, as across a network partition, while the
-// test's clients still reach the node. Without WithNetworkNamespaces it
-// returns ErrNoIsolation. As with StartCluster's, Leader, WaitISR and
-// Controller then ask the other nodes.
-func (c *ProcessCluster) Isolate(id int) error {
-	if c.nw == nil {
-		return ErrNoIsolation
-	}
-	if c.Node(id) == nil {
-		return fmt.Errorf("%w: %d", ErrUnknownNode, id)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.nw.Isolate(id); err != nil {
-		return fmt.Errorf("brokertest: isolate node %d: %w", id, err)
-	}
-	if !slices.Contains(c.isolated, id) {
-		c.isolated = append(c.isolated, id)
-	}
-	return nil
-}
-
-// Heal lets packets between node id and its peers through again. The
-// network removes every cut at once, so the other isolated nodes are cut
-// again right after: their connections may pass a packet in between.
-func (c *ProcessCluster) Heal(id int) error {
-	if c.nw == nil {
-		return ErrNoIsolation
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.isolated = slices.DeleteFunc(c.isolated, func(n int) bool { return n == id })
-	if err := c.nw.Heal(); err != nil {
-		return fmt.Errorf("brokertest: heal node %d: %w", id, err)
-	}
-	for _, n := range c.isolated {
-		if err := c.nw.Isolate(n); err != nil {
-			return fmt.Errorf("brokertest: isolate node %d again: %w", n, err)
-		}
-	}
-	return nil
-}
-
-// Isolated reports whether node id is cut from its peers
-// (clusterctl.Isolator).
-func (c *ProcessCluster) Isolated(id int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Contains(c.isolated, id)
+	return waitStopped(id, c.Node(id).Pid())
 }
 
 // LogDir returns node id's log.dirs, or "".
