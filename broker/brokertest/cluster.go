@@ -421,9 +421,9 @@ func (c *Cluster) Resume(id int) error {
 // (Request, ControllerRequest) still reach it. An isolated node may answer
 // from a stale view, as an isolated Kafka broker does, so Leader, WaitISR
 // and Controller ask the other nodes and never name it. It lasts across
-// Kill and Restart, until Heal; a Restart waits for the node's
-// registration, which needs the active controller, so an isolated node's
-// Restart fails unless it is the controller itself.
+// Kill and Restart, until Heal; but Restart waits for the node's
+// registration, which needs a majority of the quorum, so the Restart of
+// an isolated node fails at its timeout.
 func (c *Cluster) Isolate(id int) error {
 	if _, err := c.node(id); err != nil {
 		return err
