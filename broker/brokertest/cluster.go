@@ -227,6 +227,9 @@ func (c *Cluster) start(nd *Node) error {
 	if err != nil {
 		return fmt.Errorf("node %d: config: %w", nd.ID, err)
 	}
+	if err := c.net.setFronts(nd.ID, true); err != nil {
+		return err
+	}
 	var out io.Writer = nd.log
 	if os.Getenv("CASCADE_TEST_LOG") != "" {
 		out = io.MultiWriter(nd.log, prefixed{w: os.Stderr, prefix: "node " + strconv.Itoa(nd.ID) + " | "})
@@ -236,7 +239,7 @@ func (c *Cluster) start(nd *Node) error {
 	defer cancel()
 	b, err := broker.Start(ctx, broker.Config{Broker: cfg, Logger: logger, Dial: c.net.dialer(nd.ID)})
 	if err != nil {
-		return fmt.Errorf("node %d: %w", nd.ID, err)
+		return errors.Join(fmt.Errorf("node %d: %w", nd.ID, err), c.net.setFronts(nd.ID, false))
 	}
 	c.mu.Lock()
 	nd.b = b
@@ -349,7 +352,12 @@ func (c *Cluster) take(id int) (*Node, *broker.Broker, error) {
 	nd.b = nil
 	c.mu.Unlock()
 	c.conns.Drop(nd.Addr, nd.ctlFront)
-	return nd, b, nil
+	if b == nil {
+		return nd, nil, nil
+	}
+	// A client's dial of a node that is down is refused; the caller
+	// stops b whatever the error.
+	return nd, b, c.net.setFronts(id, false)
 }
 
 // Kill stops node id abruptly (broker.Broker.Kill): no controlled
@@ -361,11 +369,11 @@ func (c *Cluster) take(id int) (*Node, *broker.Broker, error) {
 // running does nothing.
 func (c *Cluster) Kill(id int) error {
 	_, b, err := c.take(id)
-	if err != nil || b == nil {
+	if b == nil {
 		return err
 	}
 	c.net.set(c.net.paused, id, false) // A killed process is no longer stopped.
-	return b.Kill()
+	return errors.Join(err, b.Kill())
 }
 
 // Stop stops node id cleanly (broker.Broker.Close): a controlled shutdown
@@ -377,10 +385,10 @@ func (c *Cluster) Stop(id int) error {
 		return err
 	}
 	_, b, err := c.take(id)
-	if err != nil || b == nil {
+	if b == nil {
 		return err
 	}
-	return b.Close()
+	return errors.Join(err, b.Close())
 }
 
 // Pause freezes node id: every connection to and from it, its clients'
@@ -454,8 +462,8 @@ func (c *Cluster) Restart(_ context.Context, id int) error {
 		return fmt.Errorf("brokertest: Restart of running node %d", id)
 	}
 	if err := c.start(nd); err != nil {
-		if _, b, _ := c.take(id); b != nil {
-			err = errors.Join(err, b.Kill())
+		if _, b, ferr := c.take(id); b != nil {
+			err = errors.Join(err, ferr, b.Kill())
 		}
 		return fmt.Errorf("brokertest: node %d did not restart: %w\n%s", id, err, nd.log.String())
 	}

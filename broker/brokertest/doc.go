@@ -58,7 +58,9 @@
 // no Kafka property, which brokertest sets to route each one through a
 // link of its own: a pipe whose bytes a pump copies to the peer's
 // listener. Clients reach node n through forwarders on the address n
-// advertises (Node.Addr) and on one in front of its controller listener.
+// advertises (Node.Addr) and on one in front of its controller listener;
+// they listen only while the node runs, so that a client's dial of a node
+// that is down is refused, as a dead broker's is.
 // A pump copies only while its gate is open, so a closed gate makes a
 // connection silent in both directions while it stays open: what was sent
 // waits (the sender's writes block once the pipe is full) and arrives

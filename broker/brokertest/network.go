@@ -40,7 +40,7 @@ type network struct {
 	isolated map[int]bool
 	targets  map[string]target // a node's listener or front address -> where it leads
 	conns    map[net.Conn]struct{}
-	lns      []net.Listener
+	fronts   []*front
 	closed   bool
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -57,6 +57,16 @@ func newNetwork() *network {
 		targets: map[string]target{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 }
 
+// front is a forwarder to one of a node's listeners. It listens only
+// while the node runs, so that a client's dial of a node that is down is
+// refused, as a dead broker's is.
+type front struct {
+	node     int
+	addr     string       // where it listens
+	upstream string       // the node's listener
+	ln       net.Listener // nil while the node is down
+}
+
 // front starts a forwarder on a free loopback port to node's listener at
 // addr, and returns its address. The address and addr itself both lead
 // to the listener in a node's Dial.
@@ -65,11 +75,19 @@ func (nw *network) front(node int, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("brokertest: front of node %d: %w", node, err)
 	}
+	f := &front{node: node, addr: ln.Addr().String(), upstream: addr}
 	nw.mu.Lock()
-	nw.lns = append(nw.lns, ln)
-	nw.targets[ln.Addr().String()] = target{node: node, addr: addr}
+	defer nw.mu.Unlock()
+	nw.fronts = append(nw.fronts, f)
+	nw.targets[f.addr] = target{node: node, addr: addr}
 	nw.targets[addr] = target{node: node, addr: addr}
-	nw.mu.Unlock()
+	nw.serveLocked(f, ln)
+	return f.addr, nil
+}
+
+// serveLocked accepts on ln for f until ln closes.
+func (nw *network) serveLocked(f *front, ln net.Listener) {
+	f.ln = ln
 	nw.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -77,16 +95,39 @@ func (nw *network) front(node int, addr string) (string, error) {
 				return
 			}
 			nw.wg.Go(func() {
-				up, err := net.Dial("tcp", addr)
+				up, err := net.Dial("tcp", f.upstream)
 				if err != nil {
-					c.Close() // the node is down: as near to a refusal as an accepted connection gets
+					c.Close() // the node went down meanwhile
 					return
 				}
-				nw.splice(c, up, client, node)
+				nw.splice(c, up, client, f.node)
 			})
 		}
 	})
-	return ln.Addr().String(), nil
+}
+
+// setFronts opens (up) or closes node's fronts, on the same addresses:
+// the node has started or stopped.
+func (nw *network) setFronts(node int, up bool) error {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	var errs []error
+	for _, f := range nw.fronts {
+		switch {
+		case f.node != node || nw.closed || (f.ln != nil) == up:
+		case up:
+			ln, err := net.Listen("tcp", f.addr)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("brokertest: reopen the front of node %d: %w", node, err))
+				continue
+			}
+			nw.serveLocked(f, ln)
+		default:
+			errs = append(errs, f.ln.Close())
+			f.ln = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // dialer returns node from's broker.Config.Dial.
@@ -236,9 +277,12 @@ func (nw *network) close() error {
 	nw.closed = true
 	close(nw.done)
 	var errs []error
-	for _, ln := range nw.lns {
-		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			errs = append(errs, err)
+	for _, f := range nw.fronts {
+		if f.ln != nil {
+			if err := f.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, err)
+			}
+			f.ln = nil
 		}
 	}
 	for c := range nw.conns {

@@ -107,6 +107,24 @@ func TestNetworkIsolate(t *testing.T) {
 		t.Fatalf("after the heal: %q, %v; want the held bytes", buf, err)
 	}
 	mustRoundTrip(t, link, "after", "after the heal")
+
+	// A node that is down refuses its clients, on the same address once
+	// it is back.
+	if err := nw.setFronts(2, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.Dial("tcp", front); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a dial of a node that is down: %v, want a refusal", err)
+	}
+	if err := nw.setFronts(2, true); err != nil {
+		t.Fatal(err)
+	}
+	again, err := net.Dial("tcp", front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	mustRoundTrip(t, again, "back", "a client of a node that is back")
 }
 
 // TestNetworkPause checks a paused node's connections: a client's and a
