@@ -47,6 +47,15 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Dial, when set, opens every connection a cluster node makes to a
+	// node (itself included): Raft messages to the other voters, broker
+	// registration, heartbeats, AlterPartition and forwarded requests to
+	// the active controller, replica fetches, transaction requests to
+	// other brokers, and the active controller's probe of a silent
+	// broker. Nil means a net.Dialer. It is not a Kafka property and
+	// cmd/cascade never sets it: broker/brokertest routes each node's
+	// traffic to every peer through a link of its own, which it can cut.
+	Dial DialFunc
 }
 
 // Broker is a running broker.
@@ -131,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if err := checkNodeIdentity(bc, clusterIDFor(bc)); err != nil {
 			return nil, err
 		}
-		b.cluster, err = startClusterNode(ctx, bc, loggers)
+		b.cluster, err = startClusterNode(ctx, bc, cfg.Dial, loggers)
 		if err != nil {
 			return nil, err
 		}

@@ -42,6 +42,7 @@ type clusterNode struct {
 	clusterID string
 	voters    map[uint64]string
 	self      int32
+	dial      DialFunc // Config.Dial: every connection to another node
 
 	*controllerPart // nil on a broker-only node
 	*brokerPart     // nil on a controller-only node
@@ -90,10 +91,10 @@ func clusterIDFor(bc *config.Broker) string {
 // has caught up. The broker side's lifecycle starts later
 // (startBrokerSide), once the client listener is bound and the handlers
 // exist.
-func startClusterNode(ctx context.Context, bc *config.Broker, loggers *logging.Levels) (*clusterNode, error) {
+func startClusterNode(ctx context.Context, bc *config.Broker, dial DialFunc, loggers *logging.Levels) (*clusterNode, error) {
 	c := &bc.Cluster
 	n := &clusterNode{bc: bc, logger: loggers.Logger("cascade.cluster"), clusterID: clusterIDFor(bc),
-		voters: map[uint64]string{}, self: bc.NodeID}
+		voters: map[uint64]string{}, self: bc.NodeID, dial: dial}
 	for _, v := range c.Voters {
 		n.voters[uint64(v.ID)] = v.Addr()
 	}

@@ -24,6 +24,7 @@ import (
 type ctlClient struct {
 	clientID string
 	timeout  time.Duration
+	dial     DialFunc
 
 	mu    sync.Mutex
 	conns map[string]*ctlConn
@@ -35,8 +36,8 @@ type ctlConn struct {
 	r *bufio.Reader
 }
 
-func newCtlClient(clientID string, timeout time.Duration) *ctlClient {
-	return &ctlClient{clientID: clientID, timeout: timeout, conns: map[string]*ctlConn{}}
+func newCtlClient(clientID string, timeout time.Duration, dial DialFunc) *ctlClient {
+	return &ctlClient{clientID: clientID, timeout: timeout, dial: dial, conns: map[string]*ctlConn{}}
 }
 
 // roundTrip sends body as request key/version to addr and returns the
@@ -46,8 +47,7 @@ func (c *ctlClient) roundTrip(ctx context.Context, addr string, key, version int
 	defer c.mu.Unlock()
 	cc := c.conns[addr]
 	if cc == nil {
-		d := net.Dialer{Timeout: min(c.timeout, 2*time.Second)}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := dialWithin(ctx, c.dial, addr, min(c.timeout, 2*time.Second))
 		if err != nil {
 			return nil, err
 		}

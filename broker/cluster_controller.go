@@ -222,7 +222,7 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 		}
 		addr = net.JoinHostPort(b.Endpoints[0].Host, strconv.Itoa(int(b.Endpoints[0].Port)))
 	}
-	if !dialRefused(a.n.ctx, addr) {
+	if !dialRefused(a.n.ctx, a.n.dial, addr) {
 		return
 	}
 	err := a.do(a.n.ctx, func(c *controller.Controller, img *metadata.Image, _ time.Time, _ int64) ([]metadata.Record, error) {
@@ -243,14 +243,14 @@ func (a *activeController) probeGone(id int32, epoch int64) {
 // process killed at once closes its sockets in no set order, so the
 // connection whose end started the probe may close while its listener
 // still accepts (or resets what it had accepted).
-func dialRefused(ctx context.Context, addr string) bool {
+func dialRefused(ctx context.Context, dial DialFunc, addr string) bool {
 	for _, wait := range goneProbeWaits {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(wait):
 		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		conn, err := dialWithin(ctx, dial, addr, time.Second)
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return true

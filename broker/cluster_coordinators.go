@@ -20,6 +20,7 @@ import (
 // of that kind.
 type txnPeers struct {
 	clientID string
+	dial     DialFunc
 
 	mu       sync.Mutex
 	markers  map[int32]*ctlClient
@@ -29,8 +30,8 @@ type txnPeers struct {
 // txnPeerTimeout bounds one request to a peer.
 const txnPeerTimeout = 10 * time.Second
 
-func newTxnPeers(self int32) *txnPeers {
-	return &txnPeers{clientID: "cascade-txn-" + strconv.Itoa(int(self)),
+func newTxnPeers(self int32, dial DialFunc) *txnPeers {
+	return &txnPeers{clientID: "cascade-txn-" + strconv.Itoa(int(self)), dial: dial,
 		markers: map[int32]*ctlClient{}, verifies: map[int32]*ctlClient{}}
 }
 
@@ -40,7 +41,7 @@ func (p *txnPeers) client(channel map[int32]*ctlClient, kind string, id int32) *
 	defer p.mu.Unlock()
 	c := channel[id]
 	if c == nil {
-		c = newCtlClient(p.clientID+"-"+kind, txnPeerTimeout)
+		c = newCtlClient(p.clientID+"-"+kind, txnPeerTimeout, p.dial)
 		channel[id] = c
 	}
 	return c

@@ -63,9 +63,9 @@ func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
 	}
 	p := &brokerPart{
 		broker:     metadata.NewReplica(&brokerWriter{n: n}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")}),
-		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout),
-		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second),
-		txnPeers:   newTxnPeers(n.self),
+		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout, n.dial),
+		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second, n.dial),
+		txnPeers:   newTxnPeers(n.self, n.dial),
 	}
 	p.epoch.Store(-1)
 	p.previousEpoch = -1
@@ -89,7 +89,7 @@ func (n *clusterNode) startController(ctx context.Context, loggers *logging.Leve
 		return fmt.Errorf("broker: controller listener: %w", err)
 	}
 	p.tr, err = quorum.NewTCPTransport(quorum.TransportConfig{NodeID: uint64(n.self), Voters: n.voters,
-		ClusterID: n.clusterID, Logger: loggers.Logger("cascade.quorum")})
+		ClusterID: n.clusterID, Dial: n.dial, Logger: loggers.Logger("cascade.quorum")})
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (n *clusterNode) startObserver(ctx context.Context, loggers *logging.Levels
 	}
 	var err error
 	n.observer, err = quorum.StartObserver(quorum.ObserverConfig{NodeID: n.self, Voters: n.voters, ClusterID: n.clusterID,
-		MaxBytes: 1 << 20, MaxWait: observerWait, RequestTimeout: timeout, Backoff: c.Quorum.RetryBackoff,
+		MaxBytes: 1 << 20, MaxWait: observerWait, RequestTimeout: timeout, Backoff: c.Quorum.RetryBackoff, Dial: n.dial,
 		Logger: loggers.Logger("cascade.quorum")}, metaApp{n.broker})
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func TestDialRefused(t *testing.T) {
 			c.Close()
 		}
 	}()
-	if dialRefused(context.Background(), ln.Addr().String()) {
+	if dialRefused(context.Background(), nil, ln.Addr().String()) {
 		t.Fatal("a listening port reads as refused")
 	}
 	gone, err := net.Listen("tcp", "127.0.0.1:0")
@@ -32,7 +32,7 @@ func TestDialRefused(t *testing.T) {
 	}
 	addr := gone.Addr().String()
 	gone.Close()
-	if !dialRefused(context.Background(), addr) {
+	if !dialRefused(context.Background(), nil, addr) {
 		t.Fatal("a closed port does not read as refused")
 	}
 }

@@ -17,7 +17,7 @@ import (
 func (b *Broker) startControllerOnly(ctx context.Context, loggers *logging.Levels) error {
 	cfg, bc := b.cfg, b.cfg.Broker
 	var err error
-	if b.cluster, err = startClusterNode(ctx, bc, loggers); err != nil {
+	if b.cluster, err = startClusterNode(ctx, bc, cfg.Dial, loggers); err != nil {
 		return err
 	}
 	b.meta = b.cluster.ctl

@@ -8,19 +8,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker"
+	"github.com/cascade-kafka/cascade/broker/brokertest/clusterctl"
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
 	"github.com/cascade-kafka/cascade/matrix/cluster"
@@ -33,6 +30,7 @@ type clusterSettings struct {
 	overrides     map[string]string
 	nodeOverrides map[int]map[string]string
 	startTimeout  time.Duration
+	netns         bool
 }
 
 // WithOverrides sets broker properties, by Apache Kafka's names, on every
@@ -67,12 +65,16 @@ func WithStartTimeout(d time.Duration) ClusterOption {
 
 // Cluster is a cluster of combined broker and controller nodes running in
 // the test's process, each with its own loopback listeners, log dir and
-// member of the Raft metadata quorum. It satisfies matrix/cluster.Cluster,
-// so that package's helpers (WaitForBrokers, QuorumLeader, Metadata...)
-// work on it too.
+// member of the Raft metadata quorum. Every connection between two nodes
+// runs through a link of its own, and clients reach each node through a
+// forwarder on the address it advertises, so that Isolate cuts a node from
+// its peers and Pause freezes every connection to and from it. It
+// satisfies matrix/cluster.Cluster, so that package's helpers
+// (WaitForBrokers, QuorumLeader, Metadata...) work on it too.
 type Cluster struct {
-	t       testing.TB
-	timeout time.Duration
+	helpers
+	t   testing.TB
+	net *network
 
 	mu    sync.Mutex // Guards each node's Broker.
 	nodes []*Node    // Ordered by id, from 1.
@@ -80,14 +82,23 @@ type Cluster struct {
 	conns cluster.Conns
 }
 
-var _ cluster.Cluster = (*Cluster)(nil)
+var (
+	_ cluster.Cluster     = (*Cluster)(nil)
+	_ clusterctl.Isolator = (*Cluster)(nil)
+	_ Controls            = (*Cluster)(nil)
+)
 
 // Node is one node of a Cluster.
 type Node struct {
 	// ID is the node's node.id.
 	ID int
-	// Addr is the PLAINTEXT (client and inter-broker) listener.
+	// Addr is the address the node advertises for its PLAINTEXT (client
+	// and inter-broker) listener, where clients reach it: a forwarder to
+	// ListenAddr, which Pause freezes. The node's peers reach ListenAddr
+	// through their links to the node instead.
 	Addr string
+	// ListenAddr is the PLAINTEXT listener itself.
+	ListenAddr string
 	// ControllerAddr is the CONTROLLER listener, a voter of the quorum.
 	ControllerAddr string
 	// Dir is the node's log dir, kept across Kill and Restart.
@@ -95,13 +106,10 @@ type Node struct {
 	// Props are the properties the node starts with.
 	Props map[string]string
 
-	b   *broker.Broker // nil while killed or stopped
-	log *tail
+	ctlFront string         // the forwarder to ControllerAddr that ControllerRequest uses
+	b        *broker.Broker // nil while killed or stopped
+	log      *tail
 }
-
-// ErrNotInProcess reports a control that only a node in its own process
-// gives: Pause and Resume (see Cluster.Pause).
-var ErrNotInProcess = errors.New("brokertest: not possible for a node inside the test's process; use matrix/cascadecluster")
 
 // ErrUnknownNode reports a node id that is not in the cluster.
 var ErrUnknownNode = errors.New("brokertest: no such node")
@@ -109,23 +117,17 @@ var ErrUnknownNode = errors.New("brokertest: no such node")
 // StartCluster starts n combined nodes (process.roles=broker,controller)
 // with a static voter set on free loopback ports, each with a t.TempDir
 // log dir, and returns when every broker lists every node in its Metadata
-// (registered and unfenced). The internal topics have replication factor
-// 1, as Cascade's coordinators require today; user topics default to
-// Kafka's defaults (default.replication.factor=1, min.insync.replicas=1),
-// which WithOverrides changes. Every node is killed when the test ends.
+// (registered and unfenced). The configuration is
+// cascadecluster.NodeProperties' (the internal topics replicated on up to
+// three nodes), except that each node advertises its front (Node.Addr);
+// user topics default to Kafka's defaults (default.replication.factor=1,
+// min.insync.replicas=1), which WithOverrides changes. Every node is
+// killed when the test ends.
 func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("brokertest: StartCluster of %d nodes", n)
-	}
-	s := clusterSettings{overrides: map[string]string{}, nodeOverrides: map[int]map[string]string{}, startTimeout: 60 * time.Second}
-	for _, o := range opts {
-		o(&s)
-	}
-	for id := range s.nodeOverrides {
-		if id < 1 || id > n {
-			t.Fatalf("brokertest: WithNodeOverrides names node %d of %d", id, n)
-		}
+	s := settings(t, n, opts)
+	if s.netns {
+		t.Fatal("brokertest: WithNetworkNamespaces is for StartProcessCluster; StartCluster's nodes are isolated by their links")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.startTimeout)
 	defer cancel()
@@ -137,22 +139,50 @@ func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	return c
 }
 
+// settings applies opts to the defaults, failing the test on a bad node
+// id.
+func settings(t testing.TB, n int, opts []ClusterOption) clusterSettings {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("brokertest: a cluster of %d nodes", n)
+	}
+	s := clusterSettings{overrides: map[string]string{}, nodeOverrides: map[int]map[string]string{}, startTimeout: 60 * time.Second}
+	for _, o := range opts {
+		o(&s)
+	}
+	for id := range s.nodeOverrides {
+		if id < 1 || id > n {
+			t.Fatalf("brokertest: WithNodeOverrides names node %d of %d", id, n)
+		}
+	}
+	return s
+}
+
 func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 	ports, err := cluster.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{t: t, timeout: s.startTimeout}
+	c := &Cluster{helpers: helpers{timeout: s.startTimeout}, t: t, net: newNetwork()}
+	c.helpers.c = c
 	var voters []string
 	for i := range n {
 		nd := &Node{ID: i + 1, Dir: t.TempDir(), log: &tail{max: 64 << 10},
-			Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i])),
+			ListenAddr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i])),
 			ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))}
+		if nd.Addr, err = c.net.front(nd.ID, nd.ListenAddr); err == nil {
+			nd.ctlFront, err = c.net.front(nd.ID, nd.ControllerAddr)
+		}
+		if err != nil {
+			return nil, errors.Join(err, c.net.close())
+		}
 		c.nodes = append(c.nodes, nd)
 		voters = append(voters, strconv.Itoa(nd.ID)+"@"+nd.ControllerAddr)
 	}
 	for _, nd := range c.nodes {
 		nd.Props = nodeProps(nd, strings.Join(voters, ","))
+		// Clients, and peers through their links, go to the front.
+		nd.Props["advertised.listeners"] = "PLAINTEXT://" + nd.Addr
 		for k, v := range s.overrides {
 			nd.Props[k] = v
 		}
@@ -187,7 +217,7 @@ func startCluster(t testing.TB, n int, s clusterSettings) (*Cluster, error) {
 // nodeProps is a combined node's configuration: the same as each process
 // of matrix/cascadecluster gets.
 func nodeProps(nd *Node, voters string) map[string]string {
-	return cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.Addr, ControllerAddr: nd.ControllerAddr, Dir: nd.Dir}, voters, strings.Count(voters, ",")+1)
+	return cascadecluster.NodeProperties(&cascadecluster.Node{ID: nd.ID, Addr: nd.ListenAddr, ControllerAddr: nd.ControllerAddr, Dir: nd.Dir}, voters, strings.Count(voters, ",")+1)
 }
 
 // start starts node nd's broker and waits until it lists itself in its
@@ -197,6 +227,9 @@ func (c *Cluster) start(nd *Node) error {
 	if err != nil {
 		return fmt.Errorf("node %d: config: %w", nd.ID, err)
 	}
+	if err := c.net.setFronts(nd.ID, true); err != nil {
+		return err
+	}
 	var out io.Writer = nd.log
 	if os.Getenv("CASCADE_TEST_LOG") != "" {
 		out = io.MultiWriter(nd.log, prefixed{w: os.Stderr, prefix: "node " + strconv.Itoa(nd.ID) + " | "})
@@ -204,9 +237,9 @@ func (c *Cluster) start(nd *Node) error {
 	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Config{Broker: cfg, Logger: logger})
+	b, err := broker.Start(ctx, broker.Config{Broker: cfg, Logger: logger, Dial: c.net.dialer(nd.ID)})
 	if err != nil {
-		return fmt.Errorf("node %d: %w", nd.ID, err)
+		return errors.Join(fmt.Errorf("node %d: %w", nd.ID, err), c.net.setFronts(nd.ID, false))
 	}
 	c.mu.Lock()
 	nd.b = b
@@ -227,6 +260,14 @@ func (c *Cluster) node(id int) (*Node, error) {
 		return nd, nil
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownNode, id)
+}
+
+// LogDir returns node id's log.dirs, or "".
+func (c *Cluster) LogDir(id int) string {
+	if nd := c.Node(id); nd != nil {
+		return nd.Props["log.dirs"]
+	}
+	return ""
 }
 
 // Broker returns node id's running broker, or nil while it is killed or
@@ -273,11 +314,15 @@ func (c *Cluster) ControllerAddr(id int) string {
 	return ""
 }
 
-// Live reports whether node id runs.
-func (c *Cluster) Live(id int) bool { return c.Broker(id) != nil }
+// Live reports whether node id runs and is not paused.
+func (c *Cluster) Live(id int) bool { return c.Broker(id) != nil && !c.net.isPaused(id) }
 
-// Request sends req to node id's client listener, without retries or
-// routing.
+// Isolated reports whether node id is cut from its peers by Isolate
+// (clusterctl.Isolator).
+func (c *Cluster) Isolated(id int) bool { return c.net.isIsolated(id) }
+
+// Request sends req to node id's client listener through the address it
+// advertises (Node.Addr), as a client does, without retries or routing.
 func (c *Cluster) Request(ctx context.Context, id int, req kmsg.Request) (kmsg.Response, error) {
 	nd, err := c.node(id)
 	if err != nil {
@@ -286,13 +331,14 @@ func (c *Cluster) Request(ctx context.Context, id int, req kmsg.Request) (kmsg.R
 	return c.conns.Send(ctx, nd.Addr, req)
 }
 
-// ControllerRequest sends req to node id's controller listener.
+// ControllerRequest sends req to node id's controller listener, through
+// a forwarder that Pause freezes as it does the client listener's.
 func (c *Cluster) ControllerRequest(ctx context.Context, id int, req kmsg.Request) (kmsg.Response, error) {
 	nd, err := c.node(id)
 	if err != nil {
 		return nil, err
 	}
-	return c.conns.Send(ctx, nd.ControllerAddr, req)
+	return c.conns.Send(ctx, nd.ctlFront, req)
 }
 
 // take removes node id's broker from the cluster, for Kill and Stop.
@@ -305,8 +351,13 @@ func (c *Cluster) take(id int) (*Node, *broker.Broker, error) {
 	b := nd.b
 	nd.b = nil
 	c.mu.Unlock()
-	c.conns.Drop(nd.Addr, nd.ControllerAddr)
-	return nd, b, nil
+	c.conns.Drop(nd.Addr, nd.ctlFront)
+	if b == nil {
+		return nd, nil, nil
+	}
+	// A client's dial of a node that is down is refused; the caller
+	// stops b whatever the error.
+	return nd, b, c.net.setFronts(id, false)
 }
 
 // Kill stops node id abruptly (broker.Broker.Kill): no controlled
@@ -318,32 +369,86 @@ func (c *Cluster) take(id int) (*Node, *broker.Broker, error) {
 // running does nothing.
 func (c *Cluster) Kill(id int) error {
 	_, b, err := c.take(id)
-	if err != nil || b == nil {
+	if b == nil {
 		return err
 	}
-	return b.Kill()
+	c.net.set(c.net.paused, id, false) // A killed process is no longer stopped.
+	return errors.Join(err, b.Kill())
 }
 
 // Stop stops node id cleanly (broker.Broker.Close): a controlled shutdown
 // that moves its leaderships first, as SIGTERM to cmd/cascade does.
 func (c *Cluster) Stop(id int) error {
-	_, b, err := c.take(id)
-	if err != nil || b == nil {
+	// A controlled shutdown needs the controller: thaw a paused node
+	// first, as SIGCONT before SIGTERM.
+	if err := c.Resume(id); err != nil {
 		return err
 	}
-	return b.Close()
+	_, b, err := c.take(id)
+	if b == nil {
+		return err
+	}
+	return errors.Join(err, b.Close())
 }
 
-// Pause returns ErrNotInProcess. Pausing a node means freezing every one
-// of its goroutines while its sockets stay open (SIGSTOP), and a Go
-// process cannot freeze some of its own goroutines; silencing its
-// listeners alone would leave the node sending heartbeats, Raft messages
-// and fetches, so it would still lead. matrix/cascadecluster's Pause is
-// the real one.
-func (c *Cluster) Pause(int) error { return ErrNotInProcess }
+// Pause freezes node id: every connection to and from it, its clients'
+// and its peers' (their links and its fronts), goes silent and stays open,
+// and new connections are accepted but carry nothing, as with a SIGSTOP of
+// its process. Unlike a SIGSTOP the node itself keeps running: its timers
+// fire, so it may time out its own requests, retry, and give up on its
+// leaderships and its quorum role on its own clock while it hears nothing;
+// what it sends waits in the frozen connections and arrives on Resume,
+// unless the receiver closed the connection first. Live reports false
+// meanwhile. StartProcessCluster's Pause is a real SIGSTOP.
+func (c *Cluster) Pause(id int) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	if c.Broker(id) == nil {
+		return fmt.Errorf("brokertest: Pause of node %d, which is not running", id)
+	}
+	c.net.set(c.net.paused, id, true)
+	return nil
+}
 
-// Resume returns ErrNotInProcess, as Pause.
-func (c *Cluster) Resume(int) error { return ErrNotInProcess }
+// Resume thaws the connections Pause froze.
+func (c *Cluster) Resume(id int) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	c.net.set(c.net.paused, id, false)
+	return nil
+}
+
+// Isolate cuts node id from every other node, as a network partition
+// would, while clients still reach it: its links to and from its peers
+// (Raft messages, heartbeats and AlterPartition to the active controller,
+// replica fetches either way, forwarded and transaction requests) go
+// silent and stay open, and its and their new dials to each other hang
+// until their timeouts. Its own clients and the test's requests
+// (Request, ControllerRequest) still reach it. An isolated node may answer
+// from a stale view, as an isolated Kafka broker does, so Leader, WaitISR
+// and Controller ask the other nodes and never name it. It lasts across
+// Kill and Restart, until Heal; but Restart waits for the node's
+// registration, which needs a majority of the quorum, so the Restart of
+// an isolated node fails at its timeout.
+func (c *Cluster) Isolate(id int) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	c.net.set(c.net.isolated, id, true)
+	return nil
+}
+
+// Heal undoes Isolate of node id: what waited in its connections flows
+// again, and the node rejoins as across a healed partition.
+func (c *Cluster) Heal(id int) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	c.net.set(c.net.isolated, id, false)
+	return nil
+}
 
 // Restart starts a killed or stopped node again on the same log dir,
 // ports and configuration, and returns when it lists itself in its own
@@ -353,12 +458,12 @@ func (c *Cluster) Restart(_ context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	if c.Live(id) {
+	if c.Broker(id) != nil {
 		return fmt.Errorf("brokertest: Restart of running node %d", id)
 	}
 	if err := c.start(nd); err != nil {
-		if _, b, _ := c.take(id); b != nil {
-			err = errors.Join(err, b.Kill())
+		if _, b, ferr := c.take(id); b != nil {
+			err = errors.Join(err, ferr, b.Kill())
 		}
 		return fmt.Errorf("brokertest: node %d did not restart: %w\n%s", id, err, nd.log.String())
 	}
@@ -383,6 +488,7 @@ func (c *Cluster) Close() error {
 		errs = append(errs, c.Kill(nd.ID))
 	}
 	c.conns.Close()
+	errs = append(errs, c.net.close())
 	return errors.Join(errs...)
 }
 
@@ -390,243 +496,6 @@ func (c *Cluster) close() {
 	if err := c.Close(); err != nil {
 		c.t.Errorf("brokertest: killing the cluster: %v", err)
 	}
-}
-
-// Client returns a franz-go client seeded with every node, closed when
-// the test ends. opts are appended.
-func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return newClient(t, c.Seeds(), opts)
-}
-
-// Admin returns a kadm client over a new franz-go client.
-func (c *Cluster) Admin(t testing.TB) *kadm.Client {
-	t.Helper()
-	return kadm.NewClient(c.Client(t))
-}
-
-// ctx bounds one control of the cluster.
-func (c *Cluster) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.timeout)
-}
-
-// CreateTopic creates topic with the given partitions and replication
-// factor and configs (nil for none), and waits until every partition has
-// a leader and a full ISR.
-func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32, rf int16, configs map[string]*string) {
-	t.Helper()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := c.Admin(t).CreateTopic(ctx, partitions, rf, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("brokertest: create topic %s: %v", topic, err)
-	}
-	for p := range partitions {
-		if err := c.WaitISR(topic, p, int(rf)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// partition returns a live broker's Metadata of one partition.
-func (c *Cluster) partition(ctx context.Context, topic string, partition int32) (kmsg.MetadataResponseTopicPartition, error) {
-	var none kmsg.MetadataResponseTopicPartition
-	md, err := cluster.Metadata(ctx, c, []string{topic}, 0)
-	if err != nil {
-		return none, err
-	}
-	for _, mt := range md.Topics {
-		if mt.Topic == nil || *mt.Topic != topic {
-			continue
-		}
-		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
-			return none, fmt.Errorf("topic %s: %w", topic, err)
-		}
-		for _, mp := range mt.Partitions {
-			if mp.Partition == partition {
-				return mp, kerr.ErrorForCode(mp.ErrorCode)
-			}
-		}
-	}
-	return none, fmt.Errorf("%s-%d is not in Metadata", topic, partition)
-}
-
-// Leader waits until a live node leads topic's partition and returns its
-// id, as a live broker's Metadata names it.
-func (c *Cluster) Leader(topic string, partition int32) (int, error) {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	leader := -1
-	err := cluster.Poll(ctx, cluster.PollInterval, func() error {
-		mp, err := c.partition(ctx, topic, partition)
-		if err != nil {
-			return err
-		}
-		if !c.Live(int(mp.Leader)) {
-			return fmt.Errorf("%s-%d's leader is %d, not a live node", topic, partition, mp.Leader)
-		}
-		leader = int(mp.Leader)
-		return nil
-	})
-	if err != nil {
-		return -1, fmt.Errorf("brokertest: leader of %s-%d: %w", topic, partition, err)
-	}
-	return leader, nil
-}
-
-// WaitISR waits until topic's partition has a live leader and exactly n
-// in-sync replicas, as a live broker's Metadata says.
-func (c *Cluster) WaitISR(topic string, partition int32, n int) error {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	err := cluster.Poll(ctx, cluster.PollInterval, func() error {
-		mp, err := c.partition(ctx, topic, partition)
-		if err != nil {
-			return err
-		}
-		if !c.Live(int(mp.Leader)) || len(mp.ISR) != n {
-			return fmt.Errorf("%s-%d: leader %d, ISR %v", topic, partition, mp.Leader, mp.ISR)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("brokertest: ISR of %s-%d not %d: %w", topic, partition, n, err)
-	}
-	return nil
-}
-
-// Controller returns the active controller: the voter leading the
-// metadata quorum (DescribeQuorum on the controller listeners).
-func (c *Cluster) Controller() (int, error) {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	id := -1
-	err := cluster.Poll(ctx, cluster.PollInterval, func() error {
-		var err error
-		id, _, err = cluster.QuorumLeader(ctx, c)
-		return err
-	})
-	if err != nil {
-		return -1, fmt.Errorf("brokertest: %w", err)
-	}
-	return id, nil
-}
-
-// ErrNotReplica reports a MoveLeader to a node that holds no replica of
-// the partition.
-var ErrNotReplica = errors.New("brokertest: not a replica of the partition")
-
-// MoveLeader makes node the leader of topic's partition and waits until
-// Metadata names it, as an operator does with kafka-reassign-partitions
-// and kafka-leader-election.sh: a node that is not the partition's first
-// (preferred) replica is made first by a reassignment that only reorders
-// the replicas (AlterPartitionReassignments, KIP-455, complete at once),
-// then a preferred leader election (ElectLeaders, KIP-460) moves the
-// leadership. node must be a replica in the ISR; after a Kill of the
-// preferred leader and its Restart, this moves the leadership back.
-func (c *Cluster) MoveLeader(topic string, partition int32, node int) error {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	mp, err := c.partition(ctx, topic, partition)
-	if err != nil {
-		return fmt.Errorf("brokertest: move leader of %s-%d: %w", topic, partition, err)
-	}
-	order := []int32{int32(node)}
-	for _, r := range mp.Replicas {
-		if int(r) != node {
-			order = append(order, r)
-		}
-	}
-	if len(order) != len(mp.Replicas) {
-		return fmt.Errorf("%w: %s-%d's replicas are %v, not node %d", ErrNotReplica, topic, partition, mp.Replicas, node)
-	}
-	if int(mp.Leader) == node {
-		return nil
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.liveSeeds()...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if int(mp.Replicas[0]) != node {
-		req := kadm.AlterPartitionAssignmentsReq{}
-		req.Assign(topic, partition, order)
-		res, err := adm.AlterPartitionAssignments(ctx, req)
-		if err == nil {
-			err = res.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("brokertest: reorder the replicas of %s-%d to %v: %w", topic, partition, order, err)
-		}
-		err = cluster.Poll(ctx, cluster.PollInterval, func() error {
-			mp, err := c.partition(ctx, topic, partition)
-			if err != nil {
-				return err
-			}
-			if int(mp.Replicas[0]) != node {
-				return fmt.Errorf("Metadata names replicas %v", mp.Replicas)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("brokertest: reorder the replicas of %s-%d: %w", topic, partition, err)
-		}
-	}
-	set := kadm.TopicsSet{}
-	set.Add(topic, partition)
-	err = cluster.Poll(ctx, cluster.PollInterval, func() error {
-		res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
-		if err != nil {
-			return err
-		}
-		r := res[topic][partition]
-		// ELECTION_NOT_NEEDED: it leads already (Metadata was behind).
-		if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
-			return r.Err
-		}
-		mp, err := c.partition(ctx, topic, partition)
-		if err != nil {
-			return err
-		}
-		if int(mp.Leader) != node {
-			return fmt.Errorf("Metadata names leader %d", mp.Leader)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("brokertest: move leader of %s-%d to node %d: %w", topic, partition, node, err)
-	}
-	return nil
-}
-
-// liveSeeds returns the client addresses of the running nodes.
-func (c *Cluster) liveSeeds() []string {
-	var as []string
-	for _, nd := range c.nodes {
-		if c.Live(nd.ID) {
-			as = append(as, nd.Addr)
-		}
-	}
-	return as
-}
-
-// Replicas returns topic's partition's replicas, as Metadata lists them.
-func (c *Cluster) Replicas(topic string, partition int32) ([]int, error) {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	mp, err := c.partition(ctx, topic, partition)
-	if err != nil {
-		return nil, fmt.Errorf("brokertest: replicas of %s-%d: %w", topic, partition, err)
-	}
-	ids := make([]int, len(mp.Replicas))
-	for i, r := range mp.Replicas {
-		ids[i] = int(r)
-	}
-	return slices.Clip(ids), nil
 }
 
 // tail keeps the last max bytes of a node's log.

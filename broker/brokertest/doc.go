@@ -32,6 +32,14 @@
 //	c.WaitISR("orders", 0, 3)
 //	c.MoveLeader("orders", 0, leader)              // preferred election back
 //	ctl, _ := c.Controller()                       // the quorum's leader
+//	c.Isolate(leader)                              // cut from its peers, clients still reach it
+//	c.Heal(leader)
+//	c.Pause(ctl)                                   // every connection to and from it frozen
+//	c.Resume(ctl)
+//
+// The package's examples (ExampleStartCluster, ExampleCluster_Isolate,
+// ExampleCluster_Pause, ExampleStartProcessCluster, ExampleControls) show
+// whole tests.
 //
 // Seeds and Bootstrap give the client addresses; Node(id) the listener
 // addresses and log dir of one node; Broker(id) its running
@@ -41,60 +49,94 @@
 // processes. Set CASCADE_TEST_LOG=1 to see every node's log on stderr;
 // Logs(n) returns the end of each node's log for a failure message.
 //
-// What the controls do, and how close an in-process node gets to a
-// process:
+// # How the nodes are wired
+//
+// Every connection a node opens to a node (Raft messages to the other
+// voters, broker registration, heartbeats and AlterPartition to the active
+// controller, forwarded requests, replica fetches, transaction markers)
+// is dialled through broker.Config.Dial, a field of the embedding API and
+// no Kafka property, which brokertest sets to route each one through a
+// link of its own: a pipe whose bytes a pump copies to the peer's
+// listener. Clients reach node n through forwarders on the address n
+// advertises (Node.Addr) and on one in front of its controller listener;
+// they listen only while the node runs, so that a client's dial of a node
+// that is down is refused, as a dead broker's is.
+// A pump copies only while its gate is open, so a closed gate makes a
+// connection silent in both directions while it stays open: what was sent
+// waits (the sender's writes block once the pipe is full) and arrives
+// when the gate opens, unless either side gave up on the connection
+// first, as across a partition shorter than TCP's retransmission timeout.
+//
+// # What the controls do, and how close an in-process node gets to a
+// process
 //
 //   - Kill(id) stops the node abruptly (broker.Broker.Kill): no controlled
 //     shutdown and no hand-over of the quorum leadership, its listeners
 //     and every connection closed at once, its logs closed unflushed
 //     without checkpoints or the clean-shutdown marker, so Restart
 //     recovers them as after a crash and the peers notice only through
-//     missed heartbeats and election timeouts. Not simulated: goroutines
-//     are not stopped mid-instruction, so requests in hand run to their end
-//     (their answers fail to be written) and no write is torn; nothing
-//     unsynced is lost, as with SIGKILL (the page cache stays), and unlike
-//     a power loss.
+//     missed heartbeats, refused dials and election timeouts. Not
+//     simulated: goroutines are not stopped mid-instruction, so requests
+//     in hand run to their end (their answers fail to be written) and no
+//     write is torn; nothing unsynced is lost, as with SIGKILL (the page
+//     cache stays), and unlike a power loss.
 //   - Stop(id) is the clean stop of SIGTERM: a controlled shutdown that
 //     moves the node's leaderships first, a flush and the clean-shutdown
 //     marker.
 //   - Restart(ctx, id) starts a killed or stopped node on the same log
 //     dir, ports and configuration.
-//   - Pause and Resume return ErrNotInProcess: a paused process keeps its
-//     sockets open and says nothing, and a Go program cannot freeze some of
-//     its own goroutines; silencing a node's listeners alone would leave it
-//     sending heartbeats, Raft messages and fetches, so it would still
-//     lead. Network partitions between in-process nodes (an Isolate and
-//     Heal) are not offered either: cutting a node off needs every link
-//     to and from it cut, but its peers dial it at the one address it
-//     advertises and at controller.quorum.voters, which are the same for
-//     all of them, so a proxy in front of a node (faults/proxy) cannot
-//     tell which peer a connection comes from, and the broker has no
-//     dialer a test could swap per node. The fault suites cut links
-//     between cmd/cascade processes, each in a network namespace of its
-//     own (matrix/cascadecluster's Placement, faults/netns).
+//   - Isolate(id) closes the gates between the node and every other node,
+//     in both directions, and a dial between them hangs until its
+//     deadline, as an unanswered SYN does; its clients' gates stay open.
+//     Heal(id) opens them again. It is Kafka's network partition of one
+//     broker: the isolated node still answers clients from its own view
+//     (it believes it leads what it led, and cannot commit anything), the
+//     others fence it after broker.session.timeout.ms and elect leaders
+//     from the rest of the ISR, and after the heal it truncates what it
+//     alone took and rejoins the ISR. Leader, WaitISR and Controller ask
+//     only nodes that are not isolated and never name an isolated one.
+//   - Pause(id) closes every gate of the node: its clients', its
+//     controller listener's and its peers' in both directions. New
+//     connections are accepted (as a stopped process's kernel accepts
+//     them) and carry nothing; Live reports false. Resume(id) opens them.
+//     Unlike a SIGSTOP, the node itself keeps running: its timers fire, so
+//     while it hears nothing it times out and retries its own requests,
+//     and may give up its quorum leadership (CheckQuorum) on its own
+//     clock; what it sent meanwhile arrives at Resume. StartProcessCluster
+//     gives a real SIGSTOP.
 //   - MoveLeader(topic, partition, id) reorders the replicas so that id
 //     is first (AlterPartitionReassignments) and runs a preferred leader
 //     election (ElectLeaders, KIP-460); a node with no replica of the
 //     partition is ErrNotReplica.
+//   - Leader, WaitISR, Replicas and Controller (broker/brokertest/clusterctl)
+//     ask the nodes over the Kafka protocol: the partition's leader as
+//     Metadata names it, its ISR, and the voter leading the metadata quorum
+//     (DescribeQuorum).
 //
 // # A cluster of processes
 //
-// For SIGKILL-real crashes, SIGSTOP pauses and network partitions, use
-// matrix/cascadecluster: it builds cmd/cascade once per test binary and
-// runs each node as its own process with the same configuration as
-// StartCluster (cascadecluster.NodeProperties), with Kill (SIGKILL), Stop
-// (SIGTERM), Pause (SIGSTOP), Resume (SIGCONT) and Restart, and satisfies
-// the same matrix/cluster.Cluster interface:
+// StartProcessCluster(t, n) runs the same nodes as cmd/cascade processes
+// (matrix/cascadecluster: cmd/cascade is built once per test binary, and a
+// TestMain may remove the build with cascadecluster.Cleanup), with the
+// same methods (the Controls interface, which both clusters satisfy, so
+// one test body runs against both): Kill is SIGKILL, Stop SIGTERM, Pause
+// SIGSTOP, Resume SIGCONT, Restart the same directory, ports and
+// configuration. With WithNetworkNamespaces every node runs in a Linux
+// network namespace of its own (faults/netns, which needs root, ip and
+// iptables; without them the test is skipped, saying why), and Isolate
+// drops every packet between the node and its peers while the test's
+// clients still reach it; without it, Isolate returns ErrNoIsolation,
+// since processes on one loopback cannot be cut from each other:
 //
-//	c, err := cascadecluster.Start(ctx, cascadecluster.Options{Nodes: 3,
-//		Overrides: map[string]string{"min.insync.replicas": "2"}})
-//	if err != nil {
-//		t.Fatal(err)
-//	}
-//	defer c.Close()
-//	cl, _ := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...))
-//	c.Kill(2)                  // SIGKILL
-//	c.Restart(ctx, 2)
+//	c := brokertest.StartProcessCluster(t, 3, brokertest.WithNetworkNamespaces(),
+//		brokertest.WithOverrides(map[string]string{"min.insync.replicas": "2"}))
+//	c.CreateTopic(t, "orders", 1, 3, nil)
+//	leader, _ := c.Leader("orders", 0)
+//	c.Pause(leader)                                // SIGSTOP
+//	c.WaitISR("orders", 0, 2)                      // fenced after the session timeout
+//	c.Resume(leader)                               // SIGCONT
+//	c.Isolate(leader)                              // packet filters
+//	c.Heal(leader)
 //
 // Containers of the broker image (testcontainers-go), one node or a
 // cluster, are in docker/cascadecontainer.

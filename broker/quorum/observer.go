@@ -31,7 +31,10 @@ type ObserverConfig struct {
 	// Backoff is the pause after a voter failed before the next one is
 	// tried; zero means 50 ms.
 	Backoff time.Duration
-	Logger  *slog.Logger
+	// Dial, when set, opens the connections to the voters; nil means a
+	// net.Dialer. RequestTimeout bounds each dial through its context.
+	Dial   func(ctx context.Context, network, address string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // Observer follows the committed metadata log without voting, as a Kafka
@@ -168,7 +171,7 @@ func (o *Observer) run() {
 			c = nil
 		}
 		if c == nil {
-			conn, err := (&net.Dialer{Timeout: o.cfg.RequestTimeout}).DialContext(o.ctx, "tcp", o.cfg.Voters[want])
+			conn, err := dialTCP(o.ctx, o.cfg.Dial, o.cfg.Voters[want], o.cfg.RequestTimeout)
 			if err != nil {
 				o.failed(want, &rotate, err)
 				continue

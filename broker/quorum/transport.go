@@ -48,6 +48,9 @@ type TransportConfig struct {
 	QueueLen int
 	// DialTimeout bounds a connection attempt; zero means 1 s.
 	DialTimeout time.Duration
+	// Dial, when set, opens the connections to the peers; nil means a
+	// net.Dialer. DialTimeout bounds each dial through its context.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// WriteTimeout bounds one write; zero means 2 s.
 	WriteTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the pause between connection
@@ -183,9 +186,8 @@ type peerConn struct {
 func (p *peerConn) run() {
 	cfg := p.t.cfg
 	backoff := cfg.MinBackoff
-	d := net.Dialer{Timeout: cfg.DialTimeout}
 	for {
-		conn, err := d.DialContext(p.t.ctx, "tcp", p.addr)
+		conn, err := dialTCP(p.t.ctx, cfg.Dial, p.addr, cfg.DialTimeout)
 		if err != nil {
 			if p.t.ctx.Err() != nil {
 				return
@@ -402,4 +404,15 @@ func (t *TCPTransport) Close() error {
 	t.mu.Unlock()
 	t.wg.Wait()
 	return nil
+}
+
+// dialTCP dials address over TCP with dial, or a net.Dialer when dial is
+// nil, giving up after timeout.
+func dialTCP(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), address string, timeout time.Duration) (net.Conn, error) {
+	if dial == nil {
+		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", address)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return dial(ctx, "tcp", address)
 }

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -34,11 +35,21 @@ func (c *clients) get(addr string) (*kgo.Broker, error) {
 	cl := c.byAddr[addr]
 	if cl == nil {
 		var err error
-		cl, err = kgo.NewClient(kgo.SeedBrokers(addr),
-			kgo.ClientID("cascade-replica-fetcher-"+strconv.Itoa(int(c.cfg.NodeID))),
-			kgo.DialTimeout(min(c.cfg.SocketTimeout, 5*time.Second)),
+		dialTimeout := min(c.cfg.SocketTimeout, 5*time.Second)
+		opts := []kgo.Opt{kgo.SeedBrokers(addr),
+			kgo.ClientID("cascade-replica-fetcher-" + strconv.Itoa(int(c.cfg.NodeID))),
+			kgo.DialTimeout(dialTimeout),
 			kgo.RequestTimeoutOverhead(c.cfg.SocketTimeout),
-			kgo.ConnIdleTimeout(time.Minute))
+			kgo.ConnIdleTimeout(time.Minute)}
+		if dial := c.cfg.Dial; dial != nil {
+			// franz-go's DialTimeout binds only its own dialer.
+			opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+				ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+				defer cancel()
+				return dial(ctx, network, host)
+			}))
+		}
+		cl, err = kgo.NewClient(opts...)
 		if err != nil {
 			return nil, err
 		}

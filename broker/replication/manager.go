@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,6 +49,9 @@ type Config struct {
 	Logger      *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Dial, when set, opens the connections to the leaders; nil means
+	// franz-go's dialer. The dial timeout comes with its context.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Controller is how a leader reaches the active controller.

@@ -16,6 +16,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // WithImage names the broker image of RunCluster; the default is
@@ -31,7 +32,8 @@ type Cluster struct {
 	// Nodes are the containers, ordered by node id from 1.
 	Nodes []*Node
 
-	cli *testcontainers.DockerClient
+	cli   *testcontainers.DockerClient
+	conns cluster.Conns // Target's requests, one client per listener
 }
 
 // Node is one container of a Cluster.
@@ -168,6 +170,7 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 			return fmt.Errorf("cascadecontainer: node %d state: %w", id, err)
 		}
 		if !st.Running {
+			c.conns.Drop(nd.Addr, nd.ControllerAddr)
 			return nil
 		}
 		select {
@@ -186,6 +189,7 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		return err
 	}
 	timeout := stopTimeout
+	defer c.conns.Drop(nd.Addr, nd.ControllerAddr)
 	return nd.DockerContainer.Stop(ctx, &timeout)
 }
 
@@ -248,6 +252,7 @@ func (c *Cluster) Terminate(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node %d: %w", nd.ID, err))
 		}
 	}
+	c.conns.Close()
 	if err := c.cli.Close(); err != nil {
 		errs = append(errs, err)
 	}

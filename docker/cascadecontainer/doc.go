@@ -21,9 +21,13 @@
 // broker and controller node (process.roles=broker,controller) of one
 // static metadata quorum, on the host's network (Linux engines, or Docker
 // Desktop with host networking enabled) with two free loopback ports each.
-// Kill (SIGKILL), Stop (SIGTERM, a controlled shutdown), Start (the same
-// container, its data and ports), Pause and Resume (docker pause) act on
-// one node:
+// Kill (docker kill: SIGKILL), Stop (docker stop: SIGTERM, a controlled
+// shutdown), Start (the same container, its data and ports), Pause and
+// Resume (docker pause, the cgroup freezer) act on one node; Leader,
+// WaitISR, Replicas, Controller and MoveLeader find and move leaderships
+// through the Kafka protocol (broker/brokertest/clusterctl), and Target
+// returns the cluster as a matrix/cluster.Cluster for the matrix's
+// cluster suites:
 //
 //	c, err := cascadecontainer.RunCluster(ctx, 3,
 //		cascadecontainer.WithOverride("min.insync.replicas", "2"))
@@ -33,8 +37,19 @@
 //	}
 //	brokers, err := c.Brokers(ctx) // three 127.0.0.1 addresses
 //	// ... create a topic with replication factor 3, produce ...
-//	c.Kill(ctx, 2)
-//	c.Start(ctx, 2)
+//	leader, err := c.Leader(ctx, "events", 0)
+//	c.Kill(ctx, leader)
+//	c.WaitISR(ctx, "events", 0, 2)
+//	c.Start(ctx, leader)
+//	ctl, err := c.Controller(ctx)
+//
+// There is no Isolate: on the host's network the containers share one
+// network namespace and reach each other over loopback, so no container
+// can be cut from its peers while clients still reach it (a packet filter
+// on the host's loopback would cut every process of the machine, and
+// cannot tell which container a connection comes from). For network
+// partitions use broker/brokertest: StartCluster's in-process links, or
+// StartProcessCluster with WithNetworkNamespaces.
 //
 // For a cluster in the test's own process, or of cmd/cascade processes
 // without containers, see broker/brokertest.
