@@ -29,6 +29,8 @@ import (
 var forwardedKeys = map[int16]bool{
 	19: true, // CreateTopics
 	20: true, // DeleteTopics
+	30: true, // CreateAcls
+	31: true, // DeleteAcls
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
 	43: true, // ElectLeaders (servedByController)

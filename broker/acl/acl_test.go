@@ -178,7 +178,7 @@ func TestValidate(t *testing.T) {
 		{func(b *Binding) { b.ResourceType = ResourceAny }, "Invalid resourceType ANY"},
 		{func(b *Binding) { b.Operation = OpAny }, "Invalid operation ANY"},
 		{func(b *Binding) { b.Permission = PermissionAny }, "Invalid permissionType ANY"},
-		{func(b *Binding) { b.Name = "" }, "Resource name should not be empty"},
+		{func(b *Binding) { b.Name = "" }, "Invalid empty resource name"},
 		{func(b *Binding) { b.ResourceType = Cluster; b.Name = "c" }, "The only valid name for the CLUSTER resource is kafka-cluster"},
 		{func(b *Binding) { b.Principal = "bob" }, "Could not parse principal from `bob`"},
 	} {

@@ -104,9 +104,17 @@ type Binding struct {
 // Kafka's InvalidRequestException (the handler answers INVALID_REQUEST).
 var ErrInvalid = errors.New("invalid acl")
 
-// Validate checks a binding to be created as AclControlManager.validateNewAcl
-// and ControllerApis' create check do, with Kafka's messages.
+// Validate checks a binding to be created as Kafka does: first the
+// broker's checks of AclApis.handleCreateAcls (the cluster resource's one
+// name, a non-empty name), then AclControlManager.validateNewAcl's, with
+// Kafka's messages.
 func (b Binding) Validate() error {
+	switch {
+	case b.ResourceType == Cluster && b.Name != ClusterName:
+		return fmt.Errorf("%w: The only valid name for the CLUSTER resource is %s", ErrInvalid, ClusterName)
+	case b.Name == "":
+		return fmt.Errorf("%w: Invalid empty resource name", ErrInvalid)
+	}
 	switch b.Pattern {
 	case Literal, Prefixed:
 	default:
@@ -124,12 +132,6 @@ func (b Binding) Validate() error {
 	case Deny, Allow:
 	default:
 		return fmt.Errorf("%w: Invalid permissionType %s", ErrInvalid, b.Permission)
-	}
-	if b.Name == "" {
-		return fmt.Errorf("%w: Resource name should not be empty", ErrInvalid)
-	}
-	if b.ResourceType == Cluster && b.Name != ClusterName {
-		return fmt.Errorf("%w: The only valid name for the CLUSTER resource is %s", ErrInvalid, ClusterName)
 	}
 	if !strings.Contains(b.Principal, ":") {
 		return fmt.Errorf("%w: Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", ErrInvalid, b.Principal)
