@@ -56,3 +56,12 @@ func (env *Env) authorizedOperations(req *Request, typ acl.ResourceType, name st
 func errorCodeMessage(err error) (int16, *string) {
 	return ErrorCode(err), errMessage(err)
 }
+
+// topicAllowed returns the check of op on a topic for req, or nil without
+// an authorizer, for helpers that take a filter.
+func (env *Env) topicAllowed(req *Request, op acl.Operation) func(string) bool {
+	if env.Authorizer == nil {
+		return nil
+	}
+	return func(topic string) bool { return env.authorizeTopic(req, op, topic) }
+}

@@ -52,7 +52,7 @@ type conn struct {
 	act    *activity
 	remote string
 	// id is the connection's identity, stamped on each request.
-	id     identity
+	id     Identity
 	max    int32
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -102,7 +102,7 @@ func (s *Server) serveConn(c net.Conn) {
 	act := &activity{}
 	ic := &idleConn{Conn: c, idle: s.IdleTimeout, act: act}
 	cn := &conn{s: s, r: bufio.NewReaderSize(ic, 4<<10), ic: ic, act: act, remote: c.RemoteAddr().String(), max: max,
-		id: plaintextIdentity(c, s.ListenerName)}
+		id: PlaintextIdentity(c, s.ListenerName)}
 	cn.ctx, cn.cancel = context.WithCancelCause(s.ctx)
 
 	out := make(chan outgoing, depth)
@@ -280,8 +280,8 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			o, err = outgoing{}, s.recovered(cn.remote, h.Key, h.Version, r)
 		}
 	}()
-	req := &Request{Header: h, Body: p.body, Remote: cn.remote,
-		Principal: cn.id.principal, ClientHost: cn.id.host, Listener: cn.id.listener}
+	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
+	cn.id.stamp(req)
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
 			p.lease.Shrink(int64(len(p.frame)) + p.decompress)

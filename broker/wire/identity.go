@@ -2,23 +2,23 @@ package wire
 
 import "net"
 
-// identity is who a connection speaks for, as Kafka's RequestContext
+// Identity is who a connection speaks for, as Kafka's RequestContext
 // carries it: the principal, the client's IP address and the listener.
-type identity struct {
-	principal string
-	host      string
-	listener  string
+type Identity struct {
+	Principal string
+	Host      string
+	Listener  string
 }
 
 // anonymous is Kafka's KafkaPrincipal.ANONYMOUS, the principal of every
 // PLAINTEXT connection (DefaultKafkaPrincipalBuilder).
 const anonymous = "User:ANONYMOUS"
 
-// plaintextIdentity is the identity of a PLAINTEXT connection: anonymous,
+// PlaintextIdentity is the identity of a PLAINTEXT connection: anonymous,
 // from the remote address's IP, on listener (PLAINTEXT when unnamed).
 // Authenticated listeners (TLS client certificates, SASL) replace the
 // principal once their handshake names one.
-func plaintextIdentity(c net.Conn, listener string) identity {
+func PlaintextIdentity(c net.Conn, listener string) Identity {
 	if listener == "" {
 		listener = "PLAINTEXT"
 	}
@@ -32,5 +32,10 @@ func plaintextIdentity(c net.Conn, listener string) identity {
 			host = h
 		}
 	}
-	return identity{principal: anonymous, host: host, listener: listener}
+	return Identity{Principal: anonymous, Host: host, Listener: listener}
+}
+
+// stamp sets the identity on a request.
+func (id Identity) stamp(r *Request) {
+	r.Principal, r.ClientHost, r.Listener = id.Principal, id.Host, id.Listener
 }
