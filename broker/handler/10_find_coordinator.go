@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,6 +30,14 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (BrokerAddr, int16, *string) {
 		self := BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}
+		// As KafkaApis.getCoordinator: DESCRIBE on the group or the
+		// transactional id.
+		switch {
+		case r.CoordinatorType == 0 && !env.authorize(req, acl.Describe, acl.Group, key):
+			return self, kerr.GroupAuthorizationFailed.Code, defaultMessage(kerr.GroupAuthorizationFailed.Code)
+		case r.CoordinatorType == 1 && !env.authorize(req, acl.Describe, acl.TransactionalID, key):
+			return self, kerr.TransactionalIDAuthorizationFailed.Code, defaultMessage(kerr.TransactionalIDAuthorizationFailed.Code)
+		}
 		switch r.CoordinatorType {
 		case 0:
 			if env.Groups == nil {
