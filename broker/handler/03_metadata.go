@@ -30,35 +30,6 @@ func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
-// Operation bits of AclOperation, for authorized-operations fields. Cascade
-// has no authorizer, so every operation a resource supports is allowed, as
-// Kafka reports without an authorizer configured.
-const (
-	opRead            = 3
-	opWrite           = 4
-	opCreate          = 5
-	opDelete          = 6
-	opAlter           = 7
-	opDescribe        = 8
-	opClusterAction   = 9
-	opDescribeConfigs = 10
-	opAlterConfigs    = 11
-	opIdempotentWrite = 12
-)
-
-func bits(ops ...int) int32 {
-	var b int32
-	for _, o := range ops {
-		b |= 1 << o
-	}
-	return b
-}
-
-var (
-	topicOps   = bits(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
-	clusterOps = bits(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
-)
-
 func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
