@@ -313,6 +313,9 @@ func (n *clusterNode) handleControllerRequest(wr *wire.Request, broker *int32, e
 	if err := req.ReadFrom(body); err != nil {
 		return nil, err
 	}
+	if resp, denied := n.controllerDenied(wr, req); denied {
+		return resp, nil
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, n.bc.Cluster.SessionTimeout)
 	defer cancel()
 	switch r := req.(type) {

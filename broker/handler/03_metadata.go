@@ -65,8 +65,8 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 		return resp, nil
 	}
 	autoCreate := env.Config.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
-	// Kafka answers the topics denied CREATE first, then those denied
-	// DESCRIBE, then the others (completeTopicMetadata).
+	// Kafka answers the topics denied CREATE, then those denied DESCRIBE,
+	// after the others (completeTopicMetadata).
 	var deniedCreate, deniedDescribe []kmsg.MetadataResponseTopic
 	denied := func(list *[]kmsg.MetadataResponseTopic, mt kmsg.MetadataResponseTopic) {
 		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
@@ -141,11 +141,15 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 		}
+		if r.IncludeTopicAuthorizedOperations {
+			// As KafkaApis: every answered topic carries them.
+			mt.AuthorizedOperations = env.authorizedOperations(req, acl.Topic, name)
+		}
 		env.Metrics.Error(req.Key, mt.ErrorCode)
 		resp.Topics = append(resp.Topics, mt)
 	}
 	if len(deniedCreate)+len(deniedDescribe) > 0 {
-		resp.Topics = slices.Concat(deniedCreate, deniedDescribe, resp.Topics)
+		resp.Topics = slices.Concat(resp.Topics, deniedCreate, deniedDescribe)
 	}
 	return resp, nil
 }

@@ -50,6 +50,7 @@ func handleDescribeACLs(_ context.Context, env *Env, req *Request) (kmsg.Respons
 		resp.ErrorMessage = kmsg.StringPtr(errNoAuthorizer)
 		return resp, nil
 	}
+	resp.ErrorMessage = kmsg.StringPtr("") // as Kafka sends a success
 	idx := env.Meta.Image().ACLs()
 	var cur *kmsg.DescribeACLsResponseResource
 	for _, id := range idx.Matching(f) {

@@ -58,6 +58,7 @@ func handleCreateACLs(_ context.Context, env *Env, req *Request) (kmsg.Response,
 	}
 	for _, e := range errs {
 		res := kmsg.NewCreateACLsResponseResult()
+		res.ErrorMessage = kmsg.StringPtr("") // as Kafka sends a success
 		if e != nil {
 			res.ErrorCode, res.ErrorMessage = errorCodeMessage(e)
 		}

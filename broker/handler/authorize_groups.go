@@ -17,8 +17,9 @@ import (
 // (READ to join, sync, heartbeat, leave and commit, DESCRIBE to describe
 // and fetch offsets, DELETE to delete groups and offsets), and on the
 // topics it names. A request for several groups goes to the coordinator
-// with the allowed ones, and the denied ones are answered after them with
-// GROUP_AUTHORIZATION_FAILED.
+// with the allowed ones, and the denied ones are answered with
+// GROUP_AUTHORIZATION_FAILED ahead of the allowed ones' answers (as Kafka
+// 4.4 answers DescribeGroups).
 func authorizedGroupRequest(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	denied := func() (kmsg.Response, error) {
 		return group.ErrorResponse(req.Msg, kerr.GroupAuthorizationFailed.Code), nil
@@ -118,8 +119,8 @@ func authorizedDescribeGroups(ctx context.Context, env *Env, req *Request, m *km
 		}
 	}
 	if len(denied) > 0 {
-		resp.Groups = append(resp.Groups, group.ErrorResponse(&kmsg.DescribeGroupsRequest{Version: m.Version, Groups: denied},
-			kerr.GroupAuthorizationFailed.Code).(*kmsg.DescribeGroupsResponse).Groups...)
+		resp.Groups = append(group.ErrorResponse(&kmsg.DescribeGroupsRequest{Version: m.Version, Groups: denied},
+			kerr.GroupAuthorizationFailed.Code).(*kmsg.DescribeGroupsResponse).Groups, resp.Groups...)
 	}
 	return resp, nil
 }
@@ -142,8 +143,8 @@ func authorizedConsumerGroupDescribe(ctx context.Context, env *Env, req *Request
 		}
 	}
 	if len(denied) > 0 {
-		resp.Groups = append(resp.Groups, group.ErrorResponse(&kmsg.ConsumerGroupDescribeRequest{Version: m.Version, Groups: denied},
-			kerr.GroupAuthorizationFailed.Code).(*kmsg.ConsumerGroupDescribeResponse).Groups...)
+		resp.Groups = append(group.ErrorResponse(&kmsg.ConsumerGroupDescribeRequest{Version: m.Version, Groups: denied},
+			kerr.GroupAuthorizationFailed.Code).(*kmsg.ConsumerGroupDescribeResponse).Groups, resp.Groups...)
 	}
 	return resp, nil
 }
@@ -160,9 +161,11 @@ func authorizedDeleteGroups(ctx context.Context, env *Env, req *Request, m *kmsg
 		}
 		resp = r.(*kmsg.DeleteGroupsResponse)
 	}
+	var out []kmsg.DeleteGroupsResponseGroup
 	for _, g := range denied {
-		resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: kerr.GroupAuthorizationFailed.Code})
+		out = append(out, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: kerr.GroupAuthorizationFailed.Code})
 	}
+	resp.Groups = append(out, resp.Groups...)
 	return resp, nil
 }
 

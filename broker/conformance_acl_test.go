@@ -1,0 +1,315 @@
+package broker_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/brokertest"
+	"github.com/cascade-kafka/cascade/matrix/apachekafka"
+)
+
+// aclProps are the authorizer settings both brokers of the ACL conformance
+// test run with. allow.everyone.if.no.acl.found lets the brokers' own
+// connections (from 127.0.0.1) through until the test's first ACL names
+// the cluster; that ACL allows 127.0.0.1 everything on it, so the brokers
+// and the test's admin connection keep working while clients from other
+// loopback addresses meet the ACLs.
+var aclProps = map[string]string{
+	"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"allow.everyone.if.no.acl.found": "true",
+	"auto.create.topics.enable":      "true",
+}
+
+// aclPair is one connection to each broker from one loopback address.
+type aclPair struct{ pair }
+
+func dialFrom(t *testing.T, addr, local string) *rawConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot connect from %s: %v", local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c}
+}
+
+// startACLOracle starts an Apache Kafka broker with the authorizer on, for
+// this test alone.
+func startACLOracle(t *testing.T) string {
+	t.Helper()
+	oracleAddr(t) // skips as the other conformance tests do
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	dist, err := apachekafka.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: aclProps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Stop() })
+	return b.Addr()
+}
+
+func aclCreation(typ kmsg.ACLResourceType, name string, pat kmsg.ACLResourcePatternType, principal, host string,
+	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) kmsg.CreateACLsRequestCreation {
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, name, pat
+	c.Principal, c.Host, c.Operation, c.PermissionType = principal, host, op, perm
+	return c
+}
+
+// sortDescribed orders the parts of answers Kafka builds from hash sets
+// and maps: DescribeAcls resources, Metadata and Produce topics.
+func sortDescribed(r kmsg.Response) {
+	switch m := r.(type) {
+	case *kmsg.MetadataResponse:
+		slices.SortFunc(m.Topics, func(a, b kmsg.MetadataResponseTopic) int { return strings.Compare(*a.Topic, *b.Topic) })
+	case *kmsg.ProduceResponse:
+		slices.SortFunc(m.Topics, func(a, b kmsg.ProduceResponseTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	}
+	d, ok := r.(*kmsg.DescribeACLsResponse)
+	if !ok {
+		return
+	}
+	key := func(x kmsg.DescribeACLsResponseResource) string {
+		return x.ResourceType.String() + "/" + x.ResourcePatternType.String() + "/" + x.ResourceName
+	}
+	slices.SortFunc(d.Resources, func(a, b kmsg.DescribeACLsResponseResource) int { return strings.Compare(key(a), key(b)) })
+	for i := range d.Resources {
+		slices.SortFunc(d.Resources[i].ACLs, func(a, b kmsg.DescribeACLsResponseResourceACL) int {
+			return strings.Compare(a.Principal+a.Host+a.Operation.String()+a.PermissionType.String(),
+				b.Principal+b.Host+b.Operation.String()+b.PermissionType.String())
+		})
+	}
+}
+
+// checkACL compares one request's answers after sorting DescribeAcls
+// results. A request the ACLs just changed for is asked of Kafka again for
+// up to five seconds: its brokers apply ACL records from the metadata log
+// after CreateAcls answers.
+func (p *aclPair) checkACL(t *testing.T, name string, req kmsg.Request, ignore ...string) kmsg.Response {
+	t.Helper()
+	c := p.cascade.do(req)
+	sortDescribed(c)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		k := p.kafka.do(req)
+		sortDescribed(k)
+		var diffs []string
+		for _, d := range diffResponses(k, c) {
+			if !slices.ContainsFunc(ignore, func(s string) bool { return strings.Contains(d, s) }) {
+				diffs = append(diffs, d)
+			}
+		}
+		if len(diffs) == 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			for _, d := range diffs {
+				t.Errorf("%s (%s v%d): %s", name, kmsg.NameForKey(req.Key()), req.GetVersion(), d)
+			}
+			return c
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestConformanceACLs sends the same ACL administration and the same
+// client requests, as User:ANONYMOUS from three loopback addresses, to
+// Apache Kafka and to Cascade, both with StandardAuthorizer on, and
+// compares the answers: CreateAcls validation, DescribeAcls and DeleteAcls
+// filters, literal, prefixed and wildcard patterns, host-based allow and
+// deny, deny overriding allow, implied DESCRIBE, and each API's denial
+// code and silent filtering.
+func TestConformanceACLs(t *testing.T) {
+	kafkaAddr := startACLOracle(t)
+	b := brokertest.Start(t, aclProps, map[string]string{"group.initial.rebalance.delay.ms": "0"})
+	from := func(host string) *aclPair {
+		return &aclPair{pair{kafka: dialFrom(t, kafkaAddr, host), cascade: dialFrom(t, b.Addr(), host), b: b}}
+	}
+	admin, c2, c3 := from("127.0.0.1"), from("127.0.0.2"), from("127.0.0.3")
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	for _, name := range []string{"acl-read", "acl-both", "acl-pre-x", "acl-open", "acl-secret"} {
+		tp := kmsg.NewCreateTopicsRequestTopic()
+		tp.Topic, tp.NumPartitions, tp.ReplicationFactor = name, 1, 1
+		ct.Topics = append(ct.Topics, tp)
+	}
+	admin.check(t, "create topics", ct)
+
+	const anon = "User:ANONYMOUS"
+	cr := kmsg.NewPtrCreateACLsRequest()
+	cr.SetVersion(3)
+	cr.Creations = []kmsg.CreateACLsRequestCreation{
+		// The admin address keeps every cluster permission.
+		aclCreation(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLResourcePatternTypeLiteral, anon, "127.0.0.1", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-read", kmsg.ACLResourcePatternTypeLiteral, anon, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-both", kmsg.ACLResourcePatternTypeLiteral, "User:*", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-both", kmsg.ACLResourcePatternTypeLiteral, anon, "127.0.0.2", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeDeny),
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-pre-", kmsg.ACLResourcePatternTypePrefixed, anon, "*", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-secret", kmsg.ACLResourcePatternTypeLiteral, anon, "127.0.0.1", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow),
+		// Described but not creatable: auto-creation is denied.
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-nocreate", kmsg.ACLResourcePatternTypeLiteral, anon, "*", kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeGroup, "acl-g", kmsg.ACLResourcePatternTypeLiteral, anon, "127.0.0.3", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTransactionalId, "acl-tx", kmsg.ACLResourcePatternTypePrefixed, anon, "127.0.0.3", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+		// Invalid creations fail one by one.
+		aclCreation(kmsg.ACLResourceTypeTopic, "", kmsg.ACLResourcePatternTypeLiteral, anon, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeCluster, "other", kmsg.ACLResourcePatternTypeLiteral, anon, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "x", kmsg.ACLResourcePatternTypeLiteral, "ANONYMOUS", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		// An ACL created twice is one ACL.
+		aclCreation(kmsg.ACLResourceTypeTopic, "acl-read", kmsg.ACLResourcePatternTypeLiteral, anon, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+	}
+	admin.checkACL(t, "create acls", cr)
+
+	all := kmsg.NewPtrDescribeACLsRequest()
+	all.SetVersion(3)
+	all.ResourceType, all.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	all.Operation, all.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	admin.checkACL(t, "describe all", all)
+	match := *all
+	match.ResourceType, match.ResourceName, match.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("acl-pre-x"), kmsg.ACLResourcePatternTypeMatch
+	admin.checkACL(t, "describe match", &match)
+	host := *all
+	host.Host = kmsg.StringPtr("127.0.0.2")
+	admin.checkACL(t, "describe by host", &host)
+	// DescribeAcls needs DESCRIBE on the cluster; Kafka's message names
+	// its own request object.
+	c2.checkACL(t, "describe denied", all, ".ErrorMessage")
+
+	// Metadata: named topics the client may not describe fail, existence
+	// not disclosed; all topics leaves them out.
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	for _, n := range []string{"acl-read", "acl-secret", "acl-open", "acl-nothing-here", "acl-pre-x"} {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(n)
+		md.Topics = append(md.Topics, mt)
+	}
+	md.AllowAutoTopicCreation = false
+	md.IncludeTopicAuthorizedOperations = true
+	c2.checkACL(t, "metadata named", md)
+	mdAll := kmsg.NewPtrMetadataRequest()
+	mdAll.SetVersion(12)
+	for _, mt := range c2.checkACL(t, "metadata all", mdAll, ".Topics").(*kmsg.MetadataResponse).Topics {
+		if *mt.Topic == "acl-secret" {
+			t.Errorf("metadata of all topics lists acl-secret, which 127.0.0.2 may not describe")
+		}
+	}
+	mdAuto := *md
+	mdAuto.AllowAutoTopicCreation = true
+	nocreate := kmsg.NewMetadataRequestTopic()
+	nocreate.Topic = kmsg.StringPtr("acl-nocreate")
+	mdAuto.Topics = []kmsg.MetadataRequestTopic{nocreate}
+	c2.checkACL(t, "metadata auto-create denied", &mdAuto)
+
+	// Produce: WRITE per topic; deny from 127.0.0.2 overrides the allow.
+	produce := func(topics ...string) *kmsg.ProduceRequest {
+		r := kmsg.NewPtrProduceRequest()
+		r.SetVersion(11)
+		r.Acks, r.TimeoutMillis = -1, 5000
+		for _, n := range topics {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = n
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = batch(t, -1, -1, -1, "v")
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	c2.checkACL(t, "produce from .2", produce("acl-read", "acl-both", "acl-pre-x", "acl-open", "acl-secret"), "BaseOffset", "LogStartOffset")
+	c3.checkACL(t, "produce from .3", produce("acl-both", "acl-secret"), "BaseOffset", "LogStartOffset")
+
+	// ListOffsets needs DESCRIBE, implied by READ.
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.SetVersion(9)
+	lo.ReplicaID = -1
+	for _, n := range []string{"acl-read", "acl-secret"} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = n
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -2
+		rt.Partitions = append(rt.Partitions, rp)
+		lo.Topics = append(lo.Topics, rt)
+	}
+	c2.checkACL(t, "list offsets", lo)
+
+	// Groups and transactional ids.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(4)
+	fc.CoordinatorKeys = []string{"acl-g", "acl-other"}
+	c2.checkACL(t, "find group coordinator .2", fc, ".Host", ".Port", ".NodeID")
+	c3.checkACL(t, "find group coordinator .3", fc, ".Host", ".Port", ".NodeID")
+	ftx := *fc
+	ftx.CoordinatorType = 1
+	ftx.CoordinatorKeys = []string{"acl-tx-1", "nope"}
+	c3.checkACL(t, "find txn coordinator .3", &ftx, ".Host", ".Port", ".NodeID")
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.SetVersion(5)
+	ip.TransactionalID = kmsg.StringPtr("nope")
+	ip.TransactionTimeoutMillis = 60000
+	c3.checkACL(t, "init producer id denied", ip)
+	ipIdem := kmsg.NewPtrInitProducerIDRequest()
+	ipIdem.SetVersion(5)
+	c2.checkACL(t, "idempotent producer id via topic write", ipIdem, "ProducerID")
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4)
+	hb.Group, hb.MemberID, hb.Generation = "acl-g", "m", 1
+	c2.checkACL(t, "heartbeat denied", hb)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.SetVersion(5)
+	dg.Groups = []string{"acl-g", "acl-none"}
+	c2.checkACL(t, "describe groups", dg)
+
+	// DeleteAcls: per-filter results, an ACL matched twice listed twice.
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.SetVersion(3)
+	f1 := kmsg.NewDeleteACLsRequestFilter()
+	f1.ResourceType, f1.ResourcePatternType, f1.Operation, f1.PermissionType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	f2 := kmsg.NewDeleteACLsRequestFilter()
+	f2.ResourceType, f2.ResourceName, f2.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("acl-pre-x"), kmsg.ACLResourcePatternTypeMatch
+	f2.Operation, f2.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	del.Filters = []kmsg.DeleteACLsRequestFilter{f1, f2}
+	admin.checkACL(t, "delete acls", del)
+	admin.checkACL(t, "describe after delete", all)
+	c2.checkACL(t, "produce after delete", produce("acl-pre-x"), "BaseOffset", "LogStartOffset")
+}
+
+// TestConformanceACLRequestsClose checks that an ACL request with an
+// UNKNOWN field closes the connection on both brokers, as Kafka's request
+// parsing refuses it.
+func TestConformanceACLRequestsClose(t *testing.T) {
+	kafkaAddr := startACLOracle(t)
+	b := brokertest.Start(t, aclProps)
+	for _, tc := range []struct {
+		name string
+		req  kmsg.Request
+	}{
+		{"describe unknown resource type", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeACLsRequest()
+			r.SetVersion(3)
+			r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = 0, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			return r
+		}()},
+	} {
+		for _, target := range []struct{ name, addr string }{{"kafka", kafkaAddr}, {"cascade", b.Addr()}} {
+			rc := dialFrom(t, target.addr, "127.0.0.1")
+			rc.send(tc.req)
+			if !rc.closed() {
+				t.Errorf("%s: %s kept the connection", tc.name, target.name)
+			}
+		}
+	}
+	_ = kerr.SecurityDisabled
+}
