@@ -37,32 +37,40 @@ func handleCreateACLs(_ context.Context, env *Env, req *Request) (kmsg.Response,
 		}
 		bindings[i] = b
 	}
-	all := func(code int16, msg *string) (kmsg.Response, error) {
-		for range r.Creations {
-			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode, res.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, res)
-		}
-		return resp, nil
-	}
-	if !env.authorizeCluster(req, acl.Alter) {
-		return all(kerr.ClusterAuthorizationFailed.Code, clusterDenied(req))
-	}
-	if env.Authorizer == nil {
-		return all(kerr.SecurityDisabled.Code, kmsg.StringPtr(errNoAuthorizer))
-	}
-	errs, err := env.Meta.CreateACLs(bindings)
-	if err != nil {
-		code, msg := errorCodeMessage(err)
-		return all(code, msg)
-	}
-	for _, e := range errs {
+	var errs []error
+	code, msg := aclWrite(env, req, func() (err error) {
+		errs, err = env.Meta.CreateACLs(bindings)
+		return err
+	})
+	for i := range r.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
-		res.ErrorMessage = kmsg.StringPtr("") // as Kafka sends a success
-		if e != nil {
-			res.ErrorCode, res.ErrorMessage = errorCodeMessage(e)
+		switch {
+		case code != 0:
+			res.ErrorCode, res.ErrorMessage = code, msg
+		case errs[i] != nil:
+			res.ErrorCode, res.ErrorMessage = errorCodeMessage(errs[i])
+		default:
+			res.ErrorMessage = kmsg.StringPtr("") // as Kafka sends a success
 		}
 		resp.Results = append(resp.Results, res)
 	}
 	return resp, nil
+}
+
+// aclWrite runs write, a CreateAcls or DeleteAcls, unless the request
+// goes no further: ALTER on the cluster denied (CLUSTER_AUTHORIZATION_FAILED)
+// or no authorizer (SECURITY_DISABLED), as AclApis checks them in that
+// order. It returns the code and message every result then carries (0 when
+// write ran and succeeded as a whole).
+func aclWrite(env *Env, req *Request, write func() error) (int16, *string) {
+	switch {
+	case !env.authorizeCluster(req, acl.Alter):
+		return kerr.ClusterAuthorizationFailed.Code, clusterDenied(req)
+	case env.Authorizer == nil:
+		return kerr.SecurityDisabled.Code, kmsg.StringPtr(errNoAuthorizer)
+	}
+	if err := write(); err != nil {
+		return errorCodeMessage(err)
+	}
+	return 0, nil
 }

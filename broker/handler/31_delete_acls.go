@@ -15,10 +15,10 @@ package handler
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/acl"
+	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
 func init() { register(31, 1, 3, handleDeleteACLs) }
@@ -36,27 +36,19 @@ func handleDeleteACLs(_ context.Context, env *Env, req *Request) (kmsg.Response,
 		}
 		filters[i] = af
 	}
-	all := func(code int16, msg *string) (kmsg.Response, error) {
-		for range r.Filters {
-			res := kmsg.NewDeleteACLsResponseResult()
+	var results []metadata.DeleteACLsResult
+	code, msg := aclWrite(env, req, func() (err error) {
+		results, err = env.Meta.DeleteACLs(filters)
+		return err
+	})
+	for i := range r.Filters {
+		res := kmsg.NewDeleteACLsResponseResult()
+		if code != 0 {
 			res.ErrorCode, res.ErrorMessage = code, msg
 			resp.Results = append(resp.Results, res)
+			continue
 		}
-		return resp, nil
-	}
-	if !env.authorizeCluster(req, acl.Alter) {
-		return all(kerr.ClusterAuthorizationFailed.Code, clusterDenied(req))
-	}
-	if env.Authorizer == nil {
-		return all(kerr.SecurityDisabled.Code, kmsg.StringPtr(errNoAuthorizer))
-	}
-	results, err := env.Meta.DeleteACLs(filters)
-	if err != nil {
-		code, msg := errorCodeMessage(err)
-		return all(code, msg)
-	}
-	for _, fr := range results {
-		res := kmsg.NewDeleteACLsResponseResult()
+		fr := results[i]
 		if fr.Err != nil {
 			res.ErrorCode, res.ErrorMessage = errorCodeMessage(fr.Err)
 		}

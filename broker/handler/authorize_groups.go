@@ -101,52 +101,74 @@ func forward(ctx context.Context, env *Env, req *Request, msg kmsg.Request) (kms
 	return coordinatorRequest(ctx, env, &fwd)
 }
 
-func authorizedDescribeGroups(ctx context.Context, env *Env, req *Request, m *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	allowed, denied := splitGroups(env, req, acl.Describe, m.Groups)
-	resp := m.ResponseKind().(*kmsg.DescribeGroupsResponse)
+// describedGroups is what authorizedDescribe needs of DescribeGroups and
+// ConsumerGroupDescribe, which answer alike: the answered groups, one
+// group's id, code and authorized operations, and the answers of groups
+// denied.
+type describedGroups[G any] struct {
+	groups func(kmsg.Response) *[]G
+	fields func(*G) (id string, code int16, ops *int32)
+	denied func([]string) []G
+}
+
+// authorizedDescribe sends the groups req may DESCRIBE to the coordinator
+// (rewrite), fills the authorized operations of those answered when asked,
+// and puts the denied groups' GROUP_AUTHORIZATION_FAILED ahead.
+func authorizedDescribe[G any](ctx context.Context, env *Env, req *Request, ids []string, includeOps bool,
+	rewrite func([]string) kmsg.Request, dg describedGroups[G]) (kmsg.Response, error) {
+	allowed, denied := splitGroups(env, req, acl.Describe, ids)
+	resp := req.Msg.ResponseKind()
 	if len(allowed) > 0 {
-		cp := *m
-		cp.Groups = allowed
-		r, err := forward(ctx, env, req, &cp)
+		r, err := forward(ctx, env, req, rewrite(allowed))
 		if err != nil {
 			return nil, err
 		}
-		resp = r.(*kmsg.DescribeGroupsResponse)
+		resp = r
 	}
-	for i := range resp.Groups {
-		if g := &resp.Groups[i]; m.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-			g.AuthorizedOperations = env.authorizedOperations(req, acl.Group, g.Group)
+	groups := dg.groups(resp)
+	for i := range *groups {
+		if id, code, ops := dg.fields(&(*groups)[i]); includeOps && code == 0 {
+			*ops = env.authorizedOperations(req, acl.Group, id)
 		}
 	}
 	if len(denied) > 0 {
-		resp.Groups = append(group.ErrorResponse(&kmsg.DescribeGroupsRequest{Version: m.Version, Groups: denied},
-			kerr.GroupAuthorizationFailed.Code).(*kmsg.DescribeGroupsResponse).Groups, resp.Groups...)
+		*groups = append(dg.denied(denied), *groups...)
 	}
 	return resp, nil
 }
 
+func authorizedDescribeGroups(ctx context.Context, env *Env, req *Request, m *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	return authorizedDescribe(ctx, env, req, m.Groups, m.IncludeAuthorizedOperations,
+		func(ids []string) kmsg.Request { cp := *m; cp.Groups = ids; return &cp },
+		describedGroups[kmsg.DescribeGroupsResponseGroup]{
+			groups: func(r kmsg.Response) *[]kmsg.DescribeGroupsResponseGroup {
+				return &r.(*kmsg.DescribeGroupsResponse).Groups
+			},
+			fields: func(g *kmsg.DescribeGroupsResponseGroup) (string, int16, *int32) {
+				return g.Group, g.ErrorCode, &g.AuthorizedOperations
+			},
+			denied: func(ids []string) []kmsg.DescribeGroupsResponseGroup {
+				return group.ErrorResponse(&kmsg.DescribeGroupsRequest{Version: m.Version, Groups: ids},
+					kerr.GroupAuthorizationFailed.Code).(*kmsg.DescribeGroupsResponse).Groups
+			},
+		})
+}
+
 func authorizedConsumerGroupDescribe(ctx context.Context, env *Env, req *Request, m *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
-	allowed, denied := splitGroups(env, req, acl.Describe, m.Groups)
-	resp := m.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	if len(allowed) > 0 {
-		cp := *m
-		cp.Groups = allowed
-		r, err := forward(ctx, env, req, &cp)
-		if err != nil {
-			return nil, err
-		}
-		resp = r.(*kmsg.ConsumerGroupDescribeResponse)
-	}
-	for i := range resp.Groups {
-		if g := &resp.Groups[i]; m.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-			g.AuthorizedOperations = env.authorizedOperations(req, acl.Group, g.Group)
-		}
-	}
-	if len(denied) > 0 {
-		resp.Groups = append(group.ErrorResponse(&kmsg.ConsumerGroupDescribeRequest{Version: m.Version, Groups: denied},
-			kerr.GroupAuthorizationFailed.Code).(*kmsg.ConsumerGroupDescribeResponse).Groups, resp.Groups...)
-	}
-	return resp, nil
+	return authorizedDescribe(ctx, env, req, m.Groups, m.IncludeAuthorizedOperations,
+		func(ids []string) kmsg.Request { cp := *m; cp.Groups = ids; return &cp },
+		describedGroups[kmsg.ConsumerGroupDescribeResponseGroup]{
+			groups: func(r kmsg.Response) *[]kmsg.ConsumerGroupDescribeResponseGroup {
+				return &r.(*kmsg.ConsumerGroupDescribeResponse).Groups
+			},
+			fields: func(g *kmsg.ConsumerGroupDescribeResponseGroup) (string, int16, *int32) {
+				return g.Group, g.ErrorCode, &g.AuthorizedOperations
+			},
+			denied: func(ids []string) []kmsg.ConsumerGroupDescribeResponseGroup {
+				return group.ErrorResponse(&kmsg.ConsumerGroupDescribeRequest{Version: m.Version, Groups: ids},
+					kerr.GroupAuthorizationFailed.Code).(*kmsg.ConsumerGroupDescribeResponse).Groups
+			},
+		})
 }
 
 func authorizedDeleteGroups(ctx context.Context, env *Env, req *Request, m *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
