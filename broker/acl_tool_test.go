@@ -19,10 +19,11 @@ import (
 // aclCommandClass is kafka-acls.sh's main class in Kafka 4.
 const aclCommandClass = "org.apache.kafka.tools.AclCommand"
 
-// produceOne produces one record to topic and returns the error.
+// produceOne produces one record to topic through addr (host:port, or
+// several joined by commas) and returns the error.
 func produceOne(ctx context.Context, t *testing.T, addr, topic string) error {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordRetries(1), kgo.RequestRetries(1))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.RecordRetries(1), kgo.RequestRetries(1))
 	if err != nil {
 		t.Fatal(err)
 	}
