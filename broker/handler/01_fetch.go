@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -420,6 +422,13 @@ func appendPart(resp *kmsg.FetchResponse, regions *[][][]log.Region, fp *fetchPa
 func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, fctx fetchContext) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
 	iso := r.IsolationLevel == 1
+	if env.Authorizer != nil {
+		// Kafka answers the partitions it refused after the others
+		// (KafkaApis.handleFetchRequest's erroneous).
+		slices.SortStableFunc(parts, func(a, b *fetchPart) int {
+			return cmp.Compare(denied(a), denied(b))
+		})
+	}
 	var regions [][][]log.Region
 	for _, fp := range parts {
 		env.Metrics.Error(req.Key, fp.code)
@@ -430,6 +439,14 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 		resp.SessionID = createSession(env, r, parts, fctx.generation)
 	}
 	return encodedFetch(resp, regions)
+}
+
+// denied is 1 for a partition refused for authorization, else 0.
+func denied(fp *fetchPart) int {
+	if fp.code == kerr.TopicAuthorizationFailed.Code {
+		return 1
+	}
+	return 0
 }
 
 // buildIncrementalFetch answers only the partitions with news, as Kafka's

@@ -93,5 +93,5 @@ func deniedMessage(version, code int16) *string {
 	if version >= 4 {
 		return kmsg.StringPtr("")
 	}
-	return defaultMessage(code)
+	return authMessage(code)
 }

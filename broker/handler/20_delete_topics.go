@@ -77,14 +77,15 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 	var reqs []metadata.DeleteTopic
 	// As ControllerApis.deleteTopics: DELETE on the cluster or the topic,
 	// and for a topic named by id DESCRIBE first; a denial is
-	// TOPIC_AUTHORIZATION_FAILED with Kafka's default message.
+	// TOPIC_AUTHORIZATION_FAILED with Kafka's message, after the others.
 	clusterDelete := env.authorizeCluster(req, acl.Delete)
+	var denied []deleteEntry // answered after the others, as Kafka
 	deny := func(e deleteEntry) {
 		e.code = kerr.TopicAuthorizationFailed.Code
 		if req.Version >= 5 {
-			e.msg = defaultMessage(e.code)
+			e.msg = authMessage(e.code)
 		}
-		out = append(out, e)
+		denied = append(denied, e)
 	}
 	img := env.Meta.Image()
 	for _, e := range given {
@@ -143,7 +144,7 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		}
 		out = append(out, e)
 	}
-	return deleteTopicsResponse(env, req, resp, out), nil
+	return deleteTopicsResponse(env, req, resp, append(out, denied...)), nil
 }
 
 func deleteTopicsResponse(env *Env, req *Request, resp *kmsg.DeleteTopicsResponse, out []deleteEntry) *kmsg.DeleteTopicsResponse {

@@ -68,8 +68,7 @@ func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.R
 	for _, name := range denied {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = name
-		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		rt.ErrorMessage = defaultMessage(rt.ErrorCode)
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code // Kafka sends no message
 		env.Metrics.Error(req.Key, rt.ErrorCode)
 		resp.Topics = append(resp.Topics, rt)
 	}

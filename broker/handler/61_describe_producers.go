@@ -41,7 +41,7 @@ func handleDescribeProducers(ctx context.Context, env *Env, req *Request) (kmsg.
 			rp.Partition = p
 			part := env.Partitions.Get(log.TopicPartition{Topic: t.Topic, Partition: p})
 			if !allowed {
-				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rp.ErrorCode, rp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, authMessage(kerr.TopicAuthorizationFailed.Code)
 			} else if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if pl, ok := part.Log().(producerLog); !ok {

@@ -22,6 +22,8 @@ func handleDescribeTransactions(ctx context.Context, env *Env, req *Request) (km
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
+		// An error leaves the other fields zero, as Kafka's
+		// TransactionState() it sets only an error code on.
 		if !env.authorize(req, acl.Describe, acl.TransactionalID, id) {
 			// As KafkaApis.handleDescribeTransactionsRequest.
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
@@ -29,7 +31,6 @@ func handleDescribeTransactions(ctx context.Context, env *Env, req *Request) (km
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}
-		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
 		if env.Txn == nil {
 			st.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		} else if d, err := env.Txn.DescribeTransaction(ctx, id); err != nil {

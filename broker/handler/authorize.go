@@ -2,6 +2,7 @@ package handler
 
 import (
 	"github.com/cascade-kafka/cascade/broker/acl"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The authorization checks of every handler follow Kafka's KafkaApis and
@@ -64,4 +65,22 @@ func (env *Env) topicAllowed(req *Request, op acl.Operation) func(string) bool {
 		return nil
 	}
 	return func(topic string) bool { return env.authorizeTopic(req, op, topic) }
+}
+
+// authMessages are Kafka's messages of the authorization errors
+// (org.apache.kafka.common.protocol.Errors), which the answers that carry a
+// message send.
+var authMessages = map[int16]string{
+	kerr.TopicAuthorizationFailed.Code:           "Topic authorization failed.",
+	kerr.GroupAuthorizationFailed.Code:           "Group authorization failed.",
+	kerr.ClusterAuthorizationFailed.Code:         "Cluster authorization failed.",
+	kerr.TransactionalIDAuthorizationFailed.Code: "Transactional Id authorization failed.",
+}
+
+// authMessage returns Kafka's message of an authorization error code.
+func authMessage(code int16) *string {
+	if m, ok := authMessages[code]; ok {
+		return &m
+	}
+	return defaultMessage(code)
 }

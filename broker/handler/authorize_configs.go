@@ -28,11 +28,11 @@ func (env *Env) configAuthorization(req *Request, op acl.Operation, typ kmsg.Con
 
 // authorizedConfigs runs handle (a configs handler) on the resources req
 // may act on, and answers the others after them with the denial's code
-// (with Kafka's default message when describing, none when altering), as
+// and Kafka's message of it, as
 // KafkaApis.handleDescribeConfigsRequest and the alter handlers do.
 func authorizedConfigs[R any](ctx context.Context, env *Env, req *Request, op acl.Operation, resources []R,
 	resource func(*R) (kmsg.ConfigResourceType, string), rewrite func([]R) kmsg.Request,
-	handle Func, appendDenied func(kmsg.Response, kmsg.ConfigResourceType, string, int16)) (kmsg.Response, error) {
+	handle Func, appendDenied func(kmsg.Response, kmsg.ConfigResourceType, string, int16, *string)) (kmsg.Response, error) {
 	if env.Authorizer == nil {
 		return handle(ctx, env, req)
 	}
@@ -61,7 +61,7 @@ func authorizedConfigs[R any](ctx context.Context, env *Env, req *Request, op ac
 		return resp, err
 	}
 	for _, d := range denied {
-		appendDenied(resp, d.typ, d.name, d.code)
+		appendDenied(resp, d.typ, d.name, d.code, authMessage(d.code))
 		env.Metrics.Error(req.Key, d.code)
 	}
 	return resp, nil
@@ -76,10 +76,9 @@ func describeConfigsAuthorized(ctx context.Context, env *Env, req *Request) (kms
 		},
 		func(rs []kmsg.DescribeConfigsRequestResource) kmsg.Request { cp := *r; cp.Resources = rs; return &cp },
 		handleDescribeConfigs,
-		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16) {
+		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16, msg *string) {
 			rr := kmsg.NewDescribeConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = typ, name, code
-			rr.ErrorMessage = defaultMessage(code)
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = typ, name, code, msg
 			p := resp.(*kmsg.DescribeConfigsResponse)
 			p.Resources = append(p.Resources, rr)
 		})
@@ -94,9 +93,9 @@ func alterConfigsAuthorized(ctx context.Context, env *Env, req *Request) (kmsg.R
 		},
 		func(rs []kmsg.AlterConfigsRequestResource) kmsg.Request { cp := *r; cp.Resources = rs; return &cp },
 		handleAlterConfigs,
-		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16) {
+		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16, msg *string) {
 			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = typ, name, code
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = typ, name, code, msg
 			p := resp.(*kmsg.AlterConfigsResponse)
 			p.Resources = append(p.Resources, rr)
 		})
@@ -115,9 +114,9 @@ func incrementalAlterConfigsAuthorized(ctx context.Context, env *Env, req *Reque
 			return &cp
 		},
 		handleIncrementalAlterConfigs,
-		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16) {
+		func(resp kmsg.Response, typ kmsg.ConfigResourceType, name string, code int16, msg *string) {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = typ, name, code
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = typ, name, code, msg
 			p := resp.(*kmsg.IncrementalAlterConfigsResponse)
 			p.Resources = append(p.Resources, rr)
 		})

@@ -18,8 +18,8 @@ import (
 // and fetch offsets, DELETE to delete groups and offsets), and on the
 // topics it names. A request for several groups goes to the coordinator
 // with the allowed ones, and the denied ones are answered with
-// GROUP_AUTHORIZATION_FAILED ahead of the allowed ones' answers (as Kafka
-// 4.4 answers DescribeGroups).
+// GROUP_AUTHORIZATION_FAILED ahead of the allowed ones' answers (after
+// them for DeleteGroups), as Kafka 4.4 orders them.
 func authorizedGroupRequest(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	denied := func() (kmsg.Response, error) {
 		return group.ErrorResponse(req.Msg, kerr.GroupAuthorizationFailed.Code), nil
@@ -183,11 +183,10 @@ func authorizedDeleteGroups(ctx context.Context, env *Env, req *Request, m *kmsg
 		}
 		resp = r.(*kmsg.DeleteGroupsResponse)
 	}
-	var out []kmsg.DeleteGroupsResponseGroup
+	// Unlike the describes, Kafka answers the denied groups last.
 	for _, g := range denied {
-		out = append(out, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: kerr.GroupAuthorizationFailed.Code})
+		resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: kerr.GroupAuthorizationFailed.Code})
 	}
-	resp.Groups = append(out, resp.Groups...)
 	return resp, nil
 }
 
@@ -307,9 +306,11 @@ func authorizedOffsetFetch(ctx context.Context, env *Env, req *Request, m *kmsg.
 				}
 			})
 	}
+	var deniedGroups []kmsg.OffsetFetchResponseGroup
 	for _, id := range deniedIDs {
-		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: id, ErrorCode: kerr.GroupAuthorizationFailed.Code})
+		deniedGroups = append(deniedGroups, kmsg.OffsetFetchResponseGroup{Group: id, ErrorCode: kerr.GroupAuthorizationFailed.Code})
 	}
+	resp.Groups = append(deniedGroups, resp.Groups...) // denied first, as Kafka
 	return resp, nil
 }
 
