@@ -20,7 +20,7 @@ import (
 
 // aclScenarios are the authorization cells.
 func aclScenarios() []Scenario {
-	return []Scenario{aclDeniedScenario}
+	return []Scenario{aclDeniedScenario, aclGroupScenario}
 }
 
 // anonymous is the principal of every PLAINTEXT connection.
@@ -120,5 +120,63 @@ var aclDeniedScenario = Scenario{
 			return "", fmt.Errorf("the allowed topic holds %q, want %q", got[0].Value, rec.Value)
 		}
 		return "denied topic: produce and consume TOPIC_AUTHORIZATION_FAILED; prefix-allowed topic: record read back", nil
+	},
+}
+
+// groupAuthFaults are the clients whose group consumer does not end when
+// the broker refuses the group, with the evidence.
+var groupAuthFaults = map[string]string{
+	"sarama": "the sarama driver's group consume ends at its 10 s timeout with no records and no error: " +
+		"sarama's consumer group does not return the GROUP_AUTHORIZATION_FAILED of FindCoordinator or JoinGroup " +
+		"from Consume, on Apache Kafka 4.4 and on Cascade alike; the other five clients report the error",
+}
+
+// aclGroupScenario is scenario 11's denied group: with a DENY of READ for
+// User:ANONYMOUS on one group (the topic open), the client's group consume
+// fails with GROUP_AUTHORIZATION_FAILED (JoinGroup or FindCoordinator), as
+// KafkaApis refuses a member the group's READ.
+var aclGroupScenario = Scenario{
+	ID:    "11.acl-denied-group",
+	Title: "a group denied to User:ANONYMOUS fails the client's group consume with GROUP_AUTHORIZATION_FAILED",
+	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
+		ctx = WithoutHistory(ctx)
+		bs, err := e.Variant(ctx)
+		if err != nil {
+			return "", err
+		}
+		v, err := e.OpenOn(ctx, d.Client(), bs)
+		if err != nil {
+			return "", err
+		}
+		defer v.Close()
+		topic := e.Topic("aclg-" + d.Client())
+		group := topic + "-g"
+		if err := createTopic(ctx, v, topic, 1, nil); err != nil {
+			return "", err
+		}
+		b := kadm.NewACLs().Deny(anonymous).DenyHosts("*").Groups(group).ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead)
+		if err := createACLs(ctx, bs, b); err != nil {
+			return "", err
+		}
+		var code string
+		for attempt := 0; ; attempt++ {
+			gctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			_, err := v.GroupConsume(gctx, driver.GroupConsume{Group: group, Topic: topic, Count: 1, TimeoutMs: 10000})
+			cancel()
+			code = driver.Code(err)
+			if code == "GROUP_AUTHORIZATION_FAILED" {
+				break
+			}
+			if why, ok := groupAuthFaults[d.Client()]; ok && ctx.Err() == nil {
+				return "", fmt.Errorf("%w: the group consume ended with %v, not GROUP_AUTHORIZATION_FAILED (%s)", ErrClientFault, err, why)
+			}
+			if attempt == 2 {
+				return "", fmt.Errorf("group consume of the denied group %s: error %q (%v), want GROUP_AUTHORIZATION_FAILED", group, code, err)
+			}
+			if !sleepCtx(ctx, 500*time.Millisecond) {
+				return "", ctx.Err()
+			}
+		}
+		return "group consume: GROUP_AUTHORIZATION_FAILED", nil
 	},
 }
