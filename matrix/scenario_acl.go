@@ -26,6 +26,26 @@ func aclScenarios() []Scenario {
 // anonymous is the principal of every PLAINTEXT connection.
 const anonymous = "User:ANONYMOUS"
 
+// aclVariant opens d's client on the variant instance, returns it with the
+// variant's address, and creates topics there (one partition each).
+func aclVariant(ctx context.Context, e *Env, d driver.Driver, topics ...string) (driver.Driver, string, error) {
+	bs, err := e.Variant(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := e.OpenOn(ctx, d.Client(), bs)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, tp := range topics {
+		if err := createTopic(ctx, v, tp, 1, nil); err != nil {
+			v.Close()
+			return nil, "", err
+		}
+	}
+	return v, bs, nil
+}
+
 // createACLs creates the ACLs b describes on the broker at bootstrap.
 func createACLs(ctx context.Context, bootstrap string, b *kadm.ACLBuilder) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
@@ -56,22 +76,13 @@ var aclDeniedScenario = Scenario{
 	Title: "a topic denied to User:ANONYMOUS fails produce and consume with TOPIC_AUTHORIZATION_FAILED; a prefix-allowed topic works",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
-		bs, err := e.Variant(ctx)
-		if err != nil {
-			return "", err
-		}
-		v, err := e.OpenOn(ctx, d.Client(), bs)
+		prefix := e.Topic("acl-" + d.Client())
+		allowed, denied := prefix+"-ok", prefix+"-no"
+		v, bs, err := aclVariant(ctx, e, d, allowed, denied)
 		if err != nil {
 			return "", err
 		}
 		defer v.Close()
-		prefix := e.Topic("acl-" + d.Client())
-		allowed, denied := prefix+"-ok", prefix+"-no"
-		for _, tp := range []string{allowed, denied} {
-			if err := createTopic(ctx, v, tp, 1, nil); err != nil {
-				return "", err
-			}
-		}
 		b := kadm.NewACLs().Allow(anonymous).AllowHosts("*").Topics(prefix).ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll)
 		if err := createACLs(ctx, bs, b); err != nil {
 			return "", err
@@ -140,20 +151,13 @@ var aclGroupScenario = Scenario{
 	Title: "a group denied to User:ANONYMOUS fails the client's group consume with GROUP_AUTHORIZATION_FAILED",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
-		bs, err := e.Variant(ctx)
-		if err != nil {
-			return "", err
-		}
-		v, err := e.OpenOn(ctx, d.Client(), bs)
+		topic := e.Topic("aclg-" + d.Client())
+		group := topic + "-g"
+		v, bs, err := aclVariant(ctx, e, d, topic)
 		if err != nil {
 			return "", err
 		}
 		defer v.Close()
-		topic := e.Topic("aclg-" + d.Client())
-		group := topic + "-g"
-		if err := createTopic(ctx, v, topic, 1, nil); err != nil {
-			return "", err
-		}
 		b := kadm.NewACLs().Deny(anonymous).DenyHosts("*").Groups(group).ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead)
 		if err := createACLs(ctx, bs, b); err != nil {
 			return "", err
