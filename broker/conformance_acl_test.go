@@ -45,6 +45,13 @@ func dialFrom(t *testing.T, addr, local string) *rawConn {
 // this test alone.
 func startACLOracle(t *testing.T) string {
 	t.Helper()
+	return startOracleWith(t, aclProps)
+}
+
+// startOracleWith starts an Apache Kafka broker with props, for this test
+// alone.
+func startOracleWith(t *testing.T, props map[string]string) string {
+	t.Helper()
 	oracleAddr(t) // skips as the other conformance tests do
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -52,7 +59,7 @@ func startACLOracle(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: aclProps})
+	b, err := dist.StartBroker(ctx, apachekafka.BrokerOptions{Overrides: props})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,4 +495,56 @@ func checkAPIs(t *testing.T, admin, c2 *aclPair) {
 		Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "acl-open", Partitions: []int32{0}}}}}
 	c2.checkACL(t, "write txn markers", wm)
 	_ = admin
+}
+
+// TestConformanceACLSuperUser compares both brokers with User:ANONYMOUS in
+// super.users and allow.everyone.if.no.acl.found off: a DENY of everything
+// on a topic for User:ANONYMOUS changes nothing for a super user, from any
+// address.
+func TestConformanceACLSuperUser(t *testing.T) {
+	props := map[string]string{
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ANONYMOUS",
+	}
+	kafkaAddr := startOracleWith(t, props)
+	b := brokertest.Start(t, props)
+	from := func(host string) *aclPair {
+		return &aclPair{pair{kafka: dialFrom(t, kafkaAddr, host), cascade: dialFrom(t, b.Addr(), host), b: b}}
+	}
+	admin, c2 := from("127.0.0.1"), from("127.0.0.2")
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	tp := kmsg.NewCreateTopicsRequestTopic()
+	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = "su-denied", 1, 1
+	ct.Topics = append(ct.Topics, tp)
+	admin.check(t, "create topic", ct)
+	cr := kmsg.NewPtrCreateACLsRequest()
+	cr.SetVersion(3)
+	cr.Creations = []kmsg.CreateACLsRequestCreation{
+		aclCreation(kmsg.ACLResourceTypeTopic, "su-denied", kmsg.ACLResourcePatternTypeLiteral, "User:ANONYMOUS", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeDeny),
+		aclCreation(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLResourcePatternTypeLiteral, "User:*", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeDeny),
+	}
+	admin.checkACL(t, "create deny acls", cr)
+	all := kmsg.NewPtrDescribeACLsRequest()
+	all.SetVersion(3)
+	all.ResourceType, all.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	all.Operation, all.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	c2.checkACL(t, "describe acls as a super user", all)
+	r := kmsg.NewPtrProduceRequest()
+	r.SetVersion(11)
+	r.Acks, r.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "su-denied"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch(t, -1, -1, -1, "v")
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	c2.checkACL(t, "produce as a super user", r, "LogAppendTime")
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("su-denied")
+	md.Topics = append(md.Topics, mt)
+	md.IncludeTopicAuthorizedOperations = true
+	c2.checkACL(t, "metadata as a super user", md)
 }
