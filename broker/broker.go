@@ -200,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Now:           cfg.Now,
 		Logger:        loggers.Logger("cascade.handler"),
 		Loggers:       loggers,
+		Authorizer:    newAuthorizer(bc, b.meta),
 	}
 	var dispatcher wire.Dispatcher = env
 	if b.cluster != nil {
@@ -228,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.env = env
 	b.srv = &wire.Server{
 		Dispatcher:      dispatcher,
+		ListenerName:    listeners[0].Name,
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
 		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
 		IdleTimeout:     bc.ConnectionsMaxIdle,

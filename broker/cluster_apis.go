@@ -84,7 +84,7 @@ func withControllerAPIs(resp wire.Response) wire.Response {
 // controller, without a round trip through its own controller listener.
 func (n *clusterNode) serveLocally(wr *wire.Request) (wire.Response, error) {
 	broker, epoch := int32(-1), int64(-1)
-	resp, err := n.handleControllerRequest(wr.Header, wr.Body, &broker, &epoch)
+	resp, err := n.handleControllerRequest(wr, &broker, &epoch)
 	if err != nil {
 		return wire.Response{}, err
 	}

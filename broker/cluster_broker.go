@@ -324,6 +324,10 @@ func hasNotController(resp kmsg.Response) bool {
 		return anyNotController(r.Resources, func(t kmsg.AlterConfigsResponseResource) int16 { return t.ErrorCode })
 	case *kmsg.IncrementalAlterConfigsResponse:
 		return anyNotController(r.Resources, func(t kmsg.IncrementalAlterConfigsResponseResource) int16 { return t.ErrorCode })
+	case *kmsg.CreateACLsResponse:
+		return anyNotController(r.Results, func(t kmsg.CreateACLsResponseResult) int16 { return t.ErrorCode })
+	case *kmsg.DeleteACLsResponse:
+		return anyNotController(r.Results, func(t kmsg.DeleteACLsResponseResult) int16 { return t.ErrorCode })
 	}
 	return notControllerAnswer(resp)
 }

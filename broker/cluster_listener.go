@@ -29,6 +29,8 @@ import (
 var forwardedKeys = map[int16]bool{
 	19: true, // CreateTopics
 	20: true, // DeleteTopics
+	30: true, // CreateAcls
+	31: true, // DeleteAcls
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
 	43: true, // ElectLeaders (servedByController)
@@ -120,6 +122,7 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 	r := bufio.NewReaderSize(conn, 64<<10)
 	w := bufio.NewWriter(conn)
 	broker, epoch := int32(-1), int64(-1)
+	id := wire.PlaintextIdentity(conn, n.bc.Cluster.ControllerListenerNames[0])
 	defer func() {
 		if broker >= 0 && n.ctx.Err() == nil {
 			n.wg.Go(func() { n.active.probeGone(broker, epoch) })
@@ -154,7 +157,8 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 			n.logger.Info("dropped a forwarded request whose sender gave up on it", "api", kmsg.NameForKey(h.Key), "remote", conn.RemoteAddr())
 			return
 		}
-		resp, err := n.handleControllerRequest(h, body, &broker, &epoch)
+		resp, err := n.handleControllerRequest(&wire.Request{Header: h, Body: body, Remote: conn.RemoteAddr().String(),
+			Principal: id.Principal, ClientHost: id.Host, Listener: id.Listener}, &broker, &epoch)
 		if err != nil {
 			n.logger.Debug("controller request refused", "key", h.Key, "version", h.Version, "err", err)
 			return
@@ -281,7 +285,8 @@ func apiVersions(h wire.RequestHeader, body []byte) (kmsg.Response, error) {
 
 // handleControllerRequest answers one Kafka request of the controller
 // listener. broker and epoch record whose lifecycle the connection carries.
-func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte, broker *int32, epoch *int64) (kmsg.Response, error) {
+func (n *clusterNode) handleControllerRequest(wr *wire.Request, broker *int32, epoch *int64) (kmsg.Response, error) {
+	h, body := wr.Header, wr.Body
 	if h.Key == 18 {
 		return apiVersions(h, body)
 	}
@@ -299,14 +304,17 @@ func (n *clusterNode) handleControllerRequest(h wire.RequestHeader, body []byte,
 		if env == nil {
 			return nil, errors.New("controller handlers not started")
 		}
-		wr, err := env.Dispatch(n.ctx, &wire.Request{Header: h, Body: body})
+		resp, err := env.Dispatch(n.ctx, wr)
 		if err != nil {
 			return nil, err
 		}
-		return wr.Msg, nil
+		return resp.Msg, nil
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return nil, err
+	}
+	if resp, denied := n.controllerDenied(wr, req); denied {
+		return resp, nil
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, n.bc.Cluster.SessionTimeout)
 	defer cancel()

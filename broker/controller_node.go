@@ -29,6 +29,9 @@ func (b *Broker) startControllerOnly(ctx context.Context, loggers *logging.Level
 		Now:     cfg.Now,
 		Logger:  loggers.Logger("cascade.handler"),
 		Loggers: loggers,
+		// The controller authorizes the requests its listener serves
+		// with the connection's identity, as Kafka's ControllerApis.
+		Authorizer: newAuthorizer(bc, b.cluster.ctl),
 	}
 	b.cluster.startControllerSide(b.env)
 	if cfg.AdminListener != "" {

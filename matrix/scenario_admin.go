@@ -213,6 +213,7 @@ func Catalogue() []Scenario {
 		listOffsetsScenario, maxTimestampScenario, deleteRecordsScenario, emptyAndPastEndScenario)
 	s = append(s, groupScenarios()...)
 	s = append(s, transactionsScenario, transformScenario, fencingScenario, compactionScenario, retentionScenario, autoCreateScenario, versionsScenario, errorsScenario, unknownGroupScenario)
+	s = append(s, aclScenarios()...)
 	return s
 }
 

@@ -50,6 +50,10 @@ var ErrTargetUnavailable = errors.New("matrix: target unavailable")
 // off on the main instance.
 var VariantOverrides = map[string]string{
 	"auto.create.topics.enable": "true",
+	// The ACL cells (scenario_acl.go) need an authorizer, also static;
+	// resources without ACLs stay open to the variant's other cells.
+	"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"allow.everyone.if.no.acl.found": "true",
 }
 
 // StartTarget starts the named target with BrokerOverrides.

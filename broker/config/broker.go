@@ -200,7 +200,7 @@ var brokerDefs = newDefs(append([]*Def{
 		Validate: atLeast(1), Doc: "How often expired offsets are looked for."},
 	&Def{Name: "offset.metadata.max.bytes", Type: TypeInt, Default: "4096", HasDefault: true,
 		Doc: "The largest metadata string of a committed offset."},
-}, append(serverDefs, clusterDefs...)...)...)
+}, append(append(serverDefs, clusterDefs...), authorizerDefs...)...)...)
 
 // The class names of Kafka's built-in consumer group assignors.
 const (
@@ -266,10 +266,15 @@ type Broker struct {
 	NumPartitions            int32
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
-	DeleteTopicEnable        bool
-	MessageMaxBytes          int32
-	MinInsyncReplicas        int32
-	RetentionCheckInterval   time.Duration
+	// AuthorizerEnabled is authorizer.class.name set to StandardAuthorizer;
+	// SuperUsers and AllowEveryoneIfNoACLFound are its settings.
+	AuthorizerEnabled         bool
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool
+	DeleteTopicEnable         bool
+	MessageMaxBytes           int32
+	MinInsyncReplicas         int32
+	RetentionCheckInterval    time.Duration
 	// CleanerBackoff is log.cleaner.backoff.ms, or negative when
 	// log.cleaner.enable=false.
 	CleanerBackoff            time.Duration
@@ -590,6 +595,7 @@ func (b *Broker) fill() error {
 	if err := b.fillServer(); err != nil {
 		return err
 	}
+	b.fillAuthorizer()
 	if err := b.fillCluster(); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/record"
@@ -54,6 +55,9 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 	img := env.Meta.Image()
 	var leaders map[int32]bool // KIP-951: nodes named as current leaders
 	var pending []pendingAck   // acks=all partitions waiting for the ISR
+	// As KafkaApis.handleProduceRequest: a transactional producer needs
+	// WRITE on its transactional id, or the whole request fails.
+	txnDenied := r.TransactionID != nil && !env.authorize(req, acl.Write, acl.TransactionalID, *r.TransactionID)
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -67,12 +71,19 @@ func handleProduce(ctx context.Context, env *Env, req *Request) (kmsg.Response, 
 			}
 			known = ok
 		}
+		// Unknown ids first, then WRITE on the topic, then existence.
+		allowed := known && env.authorizeTopic(req, acl.Write, topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			code, msg := kerr.UnknownTopicID.Code, ""
-			if known {
+			switch {
+			case txnDenied:
+				code = kerr.TransactionalIDAuthorizationFailed.Code
+			case known && !allowed:
+				code = kerr.TopicAuthorizationFailed.Code
+			case known:
 				var required int64
 				code, msg, required = produceOne(env, req, r, topic, rp.Records, rp.Partition, validAcks, &sp)
 				if code == 0 && required >= 0 {

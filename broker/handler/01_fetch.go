@@ -1,13 +1,16 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/partition"
 	"github.com/cascade-kafka/cascade/broker/wire"
@@ -164,7 +167,7 @@ func handleFetch(ctx context.Context, env *Env, req *Request) (kmsg.Response, er
 	// preferred read replica (FetchParams.fetchOnlyLeader).
 	consumer := replicaID < 0 && r.Version >= 11
 	for _, fp := range parts {
-		fp.resolve(env, useIDs, consumer)
+		fp.resolve(env, req, replicaID >= 0, useIDs, consumer)
 		if consumer && fp.code == 0 {
 			fp.preferReplica(env, r.Rack)
 		}
@@ -257,7 +260,7 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 // consumer's fetch with client metadata (v11+) may be served by any replica
 // of the partition, a follower's and an older consumer's only by the
 // leader, as Kafka's Partition.localLogWithEpochOrThrow.
-func (fp *fetchPart) resolve(env *Env, useIDs, anyReplica bool) {
+func (fp *fetchPart) resolve(env *Env, req *Request, follower, useIDs, anyReplica bool) {
 	k := fp.cp.key
 	fp.topic = k.topic
 	fp.preferred = -1
@@ -269,12 +272,30 @@ func (fp *fetchPart) resolve(env *Env, useIDs, anyReplica bool) {
 		}
 		fp.topic = name
 	}
+	if !env.fetchAllowed(req, follower, fp.topic) {
+		fp.code = kerr.TopicAuthorizationFailed.Code
+		return
+	}
 	fp.p = env.Partitions.Get(log.TopicPartition{Topic: fp.topic, Partition: k.partition})
 	if code := env.replicaCode(fp.topic, k.partition, fp.p, anyReplica); code != 0 {
 		fp.p, fp.code = nil, code
 		return
 	}
 	fp.code = checkLeaderEpoch(fp.cp.currentLeaderEpoch, fp.p.LeaderEpoch())
+}
+
+// fetchAllowed is KafkaApis.handleFetchRequest's check, made after an
+// unknown topic id and before existence: a follower needs CLUSTER_ACTION on
+// the cluster, a consumer READ on the topic; either denial is
+// TOPIC_AUTHORIZATION_FAILED on the partition.
+func (env *Env) fetchAllowed(req *Request, follower bool, topic string) bool {
+	if env.Authorizer == nil {
+		return true
+	}
+	if follower {
+		return env.authorizeCluster(req, acl.ClusterAction)
+	}
+	return env.authorizeTopic(req, acl.Read, topic)
 }
 
 // preferReplica asks the replica selector, on the leader, which replica the
@@ -401,6 +422,13 @@ func appendPart(resp *kmsg.FetchResponse, regions *[][][]log.Region, fp *fetchPa
 func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*fetchPart, fctx fetchContext) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
 	iso := r.IsolationLevel == 1
+	if env.Authorizer != nil {
+		// Kafka answers the partitions it refused after the others
+		// (KafkaApis.handleFetchRequest's erroneous).
+		slices.SortStableFunc(parts, func(a, b *fetchPart) int {
+			return cmp.Compare(denied(a), denied(b))
+		})
+	}
 	var regions [][][]log.Region
 	for _, fp := range parts {
 		env.Metrics.Error(req.Key, fp.code)
@@ -411,6 +439,14 @@ func buildFullFetch(env *Env, req *Request, resp *kmsg.FetchResponse, parts []*f
 		resp.SessionID = createSession(env, r, parts, fctx.generation)
 	}
 	return encodedFetch(resp, regions)
+}
+
+// denied is 1 for a partition refused for authorization, else 0.
+func denied(fp *fetchPart) int {
+	if fp.code == kerr.TopicAuthorizationFailed.Code {
+		return 1
+	}
+	return 0
 }
 
 // buildIncrementalFetch answers only the partitions with news, as Kafka's

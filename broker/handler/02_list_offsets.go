@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
@@ -96,12 +97,16 @@ func handleListOffsets(ctx context.Context, env *Env, req *Request) (kmsg.Respon
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		// As KafkaApis.handleListOffsetRequest: DESCRIBE on the topic.
+		allowed := env.authorizeTopic(req, acl.Describe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			k := tp{rt.Topic, rp.Partition}
 			switch {
+			case !allowed:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case dup[k] && !seen[k]:
 				continue // answered once, at its first occurrence
 			case dup[k]:

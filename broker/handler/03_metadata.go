@@ -2,10 +2,12 @@ package handler
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -28,35 +30,6 @@ func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
-// Operation bits of AclOperation, for authorized-operations fields. Cascade
-// has no authorizer, so every operation a resource supports is allowed, as
-// Kafka reports without an authorizer configured.
-const (
-	opRead            = 3
-	opWrite           = 4
-	opCreate          = 5
-	opDelete          = 6
-	opAlter           = 7
-	opDescribe        = 8
-	opClusterAction   = 9
-	opDescribeConfigs = 10
-	opAlterConfigs    = 11
-	opIdempotentWrite = 12
-)
-
-func bits(ops ...int) int32 {
-	var b int32
-	for _, o := range ops {
-		b |= 1 << o
-	}
-	return b
-}
-
-var (
-	topicOps   = bits(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
-	clusterOps = bits(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
-)
-
 func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
@@ -76,18 +49,30 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 	resp.ClusterID = &cid
 	resp.ControllerID = env.controllerID()
 	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOps
+		resp.AuthorizedOperations = env.authorizedOperations(req, acl.Cluster, acl.ClusterName)
 	}
 
 	// v0 sends an empty list for "all topics"; v1+ sends null.
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
+		// As KafkaApis.handleTopicMetadataRequest: topics the client may
+		// not describe are left out silently.
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+			if env.authorizeTopic(req, acl.Describe, t.Name) {
+				resp.Topics = append(resp.Topics, topicMetadata(env, req, r, t))
+			}
 		}
 		return resp, nil
 	}
 	autoCreate := env.Config.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
+	// Kafka answers the topics denied CREATE, then those denied DESCRIBE,
+	// after the others (completeTopicMetadata).
+	var deniedCreate, deniedDescribe []kmsg.MetadataResponseTopic
+	denied := func(list *[]kmsg.MetadataResponseTopic, mt kmsg.MetadataResponseTopic) {
+		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		env.Metrics.Error(req.Key, mt.ErrorCode)
+		*list = append(*list, mt)
+	}
 	for _, rt := range r.Topics {
 		var zero [16]byte
 		if rt.TopicID != zero && r.Version >= 10 {
@@ -100,7 +85,14 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+			if !env.authorizeTopic(req, acl.Describe, t.Name) {
+				// Topic ids are not secret: the id is answered.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				denied(&deniedDescribe, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, topicMetadata(env, req, r, t))
 			continue
 		}
 		if rt.Topic == nil {
@@ -111,13 +103,24 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 			continue
 		}
 		name := *rt.Topic
+		if !env.authorizeTopic(req, acl.Describe, name) {
+			// Whether it exists is not disclosed.
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			denied(&deniedDescribe, mt)
+			continue
+		}
 		if t, ok := img.Topic(name); ok {
-			resp.Topics = append(resp.Topics, topicMetadata(env, r, t))
+			resp.Topics = append(resp.Topics, topicMetadata(env, req, r, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
 		mt.IsInternal = isInternalTopic(name)
+		if autoCreate && !env.authorizeCluster(req, acl.Create) && !env.authorizeTopic(req, acl.Create, name) {
+			denied(&deniedCreate, mt)
+			continue
+		}
 		switch {
 		case metadata.ValidateTopicName(name) != nil:
 			// As Kafka's KafkaApis.getTopicMetadata: a name that could
@@ -138,20 +141,27 @@ func handleMetadata(ctx context.Context, env *Env, req *Request) (kmsg.Response,
 				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 		}
+		if r.IncludeTopicAuthorizedOperations {
+			// As KafkaApis: every answered topic carries them.
+			mt.AuthorizedOperations = env.authorizedOperations(req, acl.Topic, name)
+		}
 		env.Metrics.Error(req.Key, mt.ErrorCode)
 		resp.Topics = append(resp.Topics, mt)
+	}
+	if len(deniedCreate)+len(deniedDescribe) > 0 {
+		resp.Topics = slices.Concat(resp.Topics, deniedCreate, deniedDescribe)
 	}
 	return resp, nil
 }
 
-func topicMetadata(env *Env, r *kmsg.MetadataRequest, t *metadata.Topic) kmsg.MetadataResponseTopic {
+func topicMetadata(env *Env, req *Request, r *kmsg.MetadataRequest, t *metadata.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(name)
 	if r.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = topicOps
+		mt.AuthorizedOperations = env.authorizedOperations(req, acl.Topic, name)
 	}
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -3,6 +3,9 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
+	"github.com/cascade-kafka/cascade/broker/group"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,6 +41,10 @@ func init() { register(8, 2, 10, handleOffsetCommit) }
 
 func handleOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.OffsetCommitRequest)
+	if !env.authorize(req, acl.Read, acl.Group, r.Group) {
+		// As KafkaApis.handleOffsetCommitRequest, before any topic.
+		return group.ErrorResponse(r, kerr.GroupAuthorizationFailed.Code), nil
+	}
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.SetVersion(r.Version)
 	useIDs := r.Version >= 10
@@ -57,7 +64,7 @@ func handleOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		func(name string, id [16]byte, part int32, code int16) {
 			answer.add(name, id, kmsg.OffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
 			env.Metrics.Error(req.Key, code)
-		})
+		}, env.topicAllowed(req, acl.Read))
 	if len(valid.Topics) == 0 {
 		return resp, nil
 	}

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,6 +30,14 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (BrokerAddr, int16, *string) {
 		self := BrokerAddr{ID: env.NodeID, Host: env.Host, Port: env.Port}
+		// As KafkaApis.getCoordinator: DESCRIBE on the group or the
+		// transactional id.
+		switch {
+		case r.CoordinatorType == 0 && !env.authorize(req, acl.Describe, acl.Group, key):
+			return self, kerr.GroupAuthorizationFailed.Code, deniedMessage(r.Version, kerr.GroupAuthorizationFailed.Code)
+		case r.CoordinatorType == 1 && !env.authorize(req, acl.Describe, acl.TransactionalID, key):
+			return self, kerr.TransactionalIDAuthorizationFailed.Code, deniedMessage(r.Version, kerr.TransactionalIDAuthorizationFailed.Code)
+		}
 		switch r.CoordinatorType {
 		case 0:
 			if env.Groups == nil {
@@ -70,8 +79,19 @@ func handleFindCoordinator(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		coord, c.ErrorCode, c.ErrorMessage = find(key)
 		if c.ErrorCode == 0 {
 			c.NodeID, c.Host, c.Port = coord.ID, coord.Host, coord.Port
+			c.ErrorMessage = kmsg.StringPtr("") // as Kafka 4.4 answers a found coordinator
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp, nil
+}
+
+// deniedMessage is the message of a FindCoordinator denial: the code's
+// default for one key (v1-3), an empty one per coordinator from v4, as
+// Kafka answers them.
+func deniedMessage(version, code int16) *string {
+	if version >= 4 {
+		return kmsg.StringPtr("")
+	}
+	return authMessage(code)
 }

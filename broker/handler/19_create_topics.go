@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/metadata"
@@ -88,10 +89,19 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 	sort.Strings(dups)
 	dupMsg := "Duplicate topic name."
 
+	// As ControllerApis.createTopics: CREATE on the cluster or the topic;
+	// denied topics are answered last, and a created topic's configs only
+	// to a client that may DESCRIBE_CONFIGS it.
+	clusterCreate := env.authorizeCluster(req, acl.Create)
+	var denied []string
 	var specs []metadata.CreateTopic
 	var names []string
 	for _, t := range r.Topics {
 		if count[t.Topic] > 1 {
+			continue
+		}
+		if !clusterCreate && !env.authorizeTopic(req, acl.Create, t.Topic) {
+			denied = append(denied, t.Topic)
 			continue
 		}
 		spec := metadata.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
@@ -134,6 +144,11 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		if req.Version >= 5 {
 			rt.NumPartitions = int32(len(res.Topic.Partitions))
 			rt.ReplicationFactor = res.Topic.ReplicationFactor()
+			if !env.authorizeTopic(req, acl.DescribeConfigs, rt.Topic) {
+				rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			for _, e := range config.EffectiveTopic(env.Config, res.Topic.Configs) {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = e.Name
@@ -154,6 +169,15 @@ func handleCreateTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		rt.Topic = name
 		rt.ErrorCode = kerr.InvalidRequest.Code
 		rt.ErrorMessage = &dupMsg
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		env.Metrics.Error(req.Key, rt.ErrorCode)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, name := range denied {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = name
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		rt.ErrorMessage = kmsg.StringPtr("Authorization failed.")
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		env.Metrics.Error(req.Key, rt.ErrorCode)
 		resp.Topics = append(resp.Topics, rt)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -74,7 +75,34 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		}
 	}
 	var reqs []metadata.DeleteTopic
+	// As ControllerApis.deleteTopics: DELETE on the cluster or the topic,
+	// and for a topic named by id DESCRIBE first; a denial is
+	// TOPIC_AUTHORIZATION_FAILED with Kafka's message, after the others.
+	clusterDelete := env.authorizeCluster(req, acl.Delete)
+	var denied []deleteEntry // answered after the others, as Kafka
+	deny := func(e deleteEntry) {
+		e.code = kerr.TopicAuthorizationFailed.Code
+		if req.Version >= 5 {
+			e.msg = authMessage(e.code)
+		}
+		denied = append(denied, e)
+	}
+	img := env.Meta.Image()
 	for _, e := range given {
+		if env.Authorizer != nil && !clusterDelete && (e.name == nil) != (e.id == zero) {
+			name := ""
+			if e.name != nil {
+				name = *e.name
+			} else if t, ok := img.TopicByID(metadata.UUID(e.id)); ok {
+				name = t.Name
+			}
+			if name != "" && (e.name != nil && names[name] == 1 || e.name == nil && ids[e.id] == 1) {
+				if e.name == nil && !env.authorizeTopic(req, acl.Describe, name) || !env.authorizeTopic(req, acl.Delete, name) {
+					deny(e)
+					continue
+				}
+			}
+		}
 		switch {
 		case e.name == nil && e.id == zero:
 			e.code, e.msg = kerr.InvalidRequest.Code, msg("Neither topic name nor id were specified.")
@@ -116,7 +144,7 @@ func handleDeleteTopics(ctx context.Context, env *Env, req *Request) (kmsg.Respo
 		}
 		out = append(out, e)
 	}
-	return deleteTopicsResponse(env, req, resp, out), nil
+	return deleteTopicsResponse(env, req, resp, append(out, denied...)), nil
 }
 
 func deleteTopicsResponse(env *Env, req *Request, resp *kmsg.DeleteTopicsResponse, out []deleteEntry) *kmsg.DeleteTopicsResponse {

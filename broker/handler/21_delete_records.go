@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
@@ -30,6 +31,8 @@ func handleDeleteRecords(ctx context.Context, env *Env, req *Request) (kmsg.Resp
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		// As KafkaApis.handleDeleteRecordsRequest: DELETE on the topic.
+		allowed := env.authorizeTopic(req, acl.Delete, t.Topic)
 		compactOnly := false
 		if topic, ok := img.Topic(t.Topic); ok {
 			if tc, err := resolveTopic(env, topic.Configs); err == nil {
@@ -42,6 +45,8 @@ func handleDeleteRecords(ctx context.Context, env *Env, req *Request) (kmsg.Resp
 			rp.LowWatermark = -1
 			part := env.Partitions.Get(log.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			switch {
+			case !allowed:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case part == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case compactOnly:

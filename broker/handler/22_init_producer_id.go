@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,7 +31,15 @@ func handleInitProducerID(ctx context.Context, env *Env, req *Request) (kmsg.Res
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.SetVersion(r.Version)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// As KafkaApis.handleInitProducerIdRequest: WRITE on the transactional
+	// id; without one, IDEMPOTENT_WRITE on the cluster or WRITE on some
+	// topic (KIP-679).
 	switch {
+	case r.TransactionalID != nil && !env.authorize(req, acl.Write, acl.TransactionalID, *r.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case r.TransactionalID == nil && !env.authorizeCluster(req, acl.IdempotentWrite) &&
+		!env.authorizeByResourceType(req, acl.Write, acl.Topic):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	case r.TransactionalID == nil:
 		id, err := env.Meta.NextProducerID()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
@@ -21,15 +22,23 @@ func handleOffsetForLeaderEpoch(ctx context.Context, env *Env, req *Request) (km
 	r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	resp.SetVersion(r.Version)
+	// As KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION (a
+	// follower) or DESCRIBE on each topic (a consumer, KIP-320); denied
+	// topics are answered after the others.
+	replica := env.authorizeCluster(req, acl.ClusterAction)
+	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := replica || env.authorizeTopic(req, acl.Describe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			p := env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 			switch {
+			case !allowed:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
@@ -41,7 +50,12 @@ func handleOffsetForLeaderEpoch(ctx context.Context, env *Env, req *Request) (km
 			env.Metrics.Error(req.Key, sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
 		}
+		if !allowed {
+			denied = append(denied, st)
+			continue
+		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, denied...)
 	return resp, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -37,6 +38,11 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 	r := req.Msg.(*kmsg.AddPartitionsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	resp.SetVersion(r.Version)
+	if r.Version >= 4 && !env.authorizeCluster(req, acl.ClusterAction) {
+		// As KafkaApis: v4+ comes from brokers only.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if r.Version < 4 {
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 		t.TransactionalID, t.ProducerID, t.ProducerEpoch = r.TransactionalID, r.ProducerID, r.ProducerEpoch
@@ -45,13 +51,19 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 			tt.Topic, tt.Partitions = rt.Topic, rt.Partitions
 			t.Topics = append(t.Topics, tt)
 		}
-		codes := addPartitionsOne(ctx, env, r.Version, t)
+		var codes map[txn.TopicPartition]int16
+		if env.authorize(req, acl.Write, acl.TransactionalID, r.TransactionalID) {
+			codes = addPartitionsOne(ctx, env, r.Version, t, env.topicAllowed(req, acl.Write))
+		}
 		for _, rt := range r.Topics {
 			st := kmsg.NewAddPartitionsToTxnResponseTopic()
 			st.Topic = rt.Topic
 			for _, p := range rt.Partitions {
 				sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = p, codes[txn.TopicPartition{Topic: rt.Topic, Partition: p}]
+				if codes == nil {
+					sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				}
 				env.Metrics.Error(req.Key, sp.ErrorCode)
 				st.Partitions = append(st.Partitions, sp)
 			}
@@ -60,7 +72,7 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 		return resp, nil
 	}
 	for _, t := range r.Transactions {
-		codes := addPartitionsOne(ctx, env, r.Version, t)
+		codes := addPartitionsOne(ctx, env, r.Version, t, nil)
 		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		st.TransactionalID = t.TransactionalID
 		for _, rt := range t.Topics {
@@ -81,7 +93,11 @@ func handleAddPartitionsToTxn(ctx context.Context, env *Env, req *Request) (kmsg
 
 // addPartitionsOne handles one transaction of the request and returns a code
 // per partition.
-func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPartitionsToTxnRequestTransaction) map[txn.TopicPartition]int16 {
+// allowed, when not nil, is the client's WRITE check of a topic (versions
+// below 4, from clients); internal topics are never allowed, as
+// KafkaApis.handleAddPartitionsToTxnRequest filters them out.
+func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPartitionsToTxnRequestTransaction,
+	allowed func(string) bool) map[txn.TopicPartition]int16 {
 	fencedIsEpoch := version < 2
 	codes := map[txn.TopicPartition]int16{}
 	var tps []txn.TopicPartition
@@ -90,7 +106,10 @@ func addPartitionsOne(ctx context.Context, env *Env, version int16, t kmsg.AddPa
 		for _, p := range rt.Partitions {
 			tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
 			tps = append(tps, tp)
-			if !env.partitionKnown(rt.Topic, p) {
+			if allowed != nil && (isInternalTopic(rt.Topic) || !allowed(rt.Topic)) {
+				codes[tp] = kerr.TopicAuthorizationFailed.Code
+				unknown = true
+			} else if !env.partitionKnown(rt.Topic, p) {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 			}

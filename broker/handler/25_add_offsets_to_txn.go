@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -25,9 +26,16 @@ func handleAddOffsetsToTxn(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	r := req.Msg.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	resp.SetVersion(r.Version)
-	if env.Txn == nil {
+	// As KafkaApis.handleAddOffsetsToTxnRequest: WRITE on the
+	// transactional id, then READ on the group.
+	switch {
+	case !env.authorize(req, acl.Write, acl.TransactionalID, r.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case !env.authorize(req, acl.Read, acl.Group, r.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	case env.Txn == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	} else {
+	default:
 		tp := txn.TopicPartition{Topic: consumerOffsetsTopic, Partition: offsetsPartitionFor(env, r.Group)}
 		err := env.Txn.AddPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, 0)
 		resp.ErrorCode = txnErrorCode(err, r.Version < 2)

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,9 +28,13 @@ func handleEndTxn(ctx context.Context, env *Env, req *Request) (kmsg.Response, e
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.SetVersion(r.Version)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if env.Txn == nil {
+	switch {
+	case !env.authorize(req, acl.Write, acl.TransactionalID, r.TransactionalID):
+		// As KafkaApis.handleEndTxnRequest.
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case env.Txn == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	} else {
+	default:
 		tv := int16(0)
 		if r.Version >= 5 {
 			tv = 2

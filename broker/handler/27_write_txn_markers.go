@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
@@ -31,6 +32,9 @@ func handleWriteTxnMarkers(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	resp.SetVersion(r.Version)
+	// As KafkaApis: only brokers (CLUSTER_ACTION) write markers; a denial
+	// fails every partition.
+	denied := !env.authorizeCluster(req, acl.ClusterAction)
 	for _, m := range r.Markers {
 		sm := kmsg.NewWriteTxnMarkersResponseMarker()
 		sm.ProducerID = m.ProducerID
@@ -41,6 +45,8 @@ func handleWriteTxnMarkers(ctx context.Context, env *Env, req *Request) (kmsg.Re
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = p
 				switch {
+				case denied:
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				case env.Partitions.Get(log.TopicPartition{Topic: rt.Topic, Partition: p}) == nil:
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case env.Txn == nil:

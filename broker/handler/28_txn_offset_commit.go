@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/group"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/txn"
@@ -51,6 +52,14 @@ func init() { register(28, 0, 6, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
+	// As KafkaApis.handleTxnOffsetCommitRequest: WRITE on the
+	// transactional id, then READ on the group, before any topic.
+	switch {
+	case !env.authorize(req, acl.Write, acl.TransactionalID, r.TransactionalID):
+		return group.ErrorResponse(r, kerr.TransactionalIDAuthorizationFailed.Code), nil
+	case !env.authorize(req, acl.Read, acl.Group, r.Group):
+		return group.ErrorResponse(r, kerr.GroupAuthorizationFailed.Code), nil
+	}
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.SetVersion(r.Version)
 	useIDs := r.Version >= 6
@@ -74,7 +83,7 @@ func handleTxnOffsetCommit(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		func(name string, id [16]byte, part int32, code int16) {
 			answer.add(name, id, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: part, ErrorCode: code})
 			env.Metrics.Error(req.Key, code)
-		})
+		}, env.topicAllowed(req, acl.Read))
 	if len(valid.Topics) == 0 {
 		return resp, nil
 	}

@@ -33,7 +33,7 @@ import (
 // (KIP-412): named by this node's id, every named logger with the level in
 // effect, as Kafka's Log4jController.loggers (alterLoggers changes them).
 // An empty or null name list means every config.
-func init() { register(32, 1, 4, handleDescribeConfigs) }
+func init() { register(32, 1, 4, describeConfigsAuthorized) }
 
 func handleDescribeConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.DescribeConfigsRequest)

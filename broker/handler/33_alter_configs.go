@@ -18,7 +18,7 @@ import (
 // resources, resource types) are those of alterConfigResources; as in
 // Kafka, BROKER_LOGGER resources are refused here (KIP-412 added them to
 // IncrementalAlterConfigs only).
-func init() { register(33, 0, 2, handleAlterConfigs) }
+func init() { register(33, 0, 2, alterConfigsAuthorized) }
 
 func handleAlterConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.AlterConfigsRequest)

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/partition"
 )
@@ -37,6 +39,11 @@ func handleDescribeLogDirs(ctx context.Context, env *Env, req *Request) (kmsg.Re
 	r := req.Msg.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	resp.SetVersion(req.Version)
+	if !env.authorizeCluster(req, acl.Describe) {
+		// As KafkaApis.handleDescribeLogDirsRequest: no results.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 
 	var parts []*partition.Partition
 	if r.Topics == nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -32,8 +33,14 @@ func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.R
 		count[t.Topic]++
 	}
 	var reqs []metadata.CreatePartitions
+	var denied []string
 	for _, t := range r.Topics {
 		if count[t.Topic] > 1 {
+			continue
+		}
+		// As ControllerApis.createPartitions: ALTER on the topic.
+		if !env.authorizeTopic(req, acl.Alter, t.Topic) {
+			denied = append(denied, t.Topic)
 			continue
 		}
 		cp := metadata.CreatePartitions{Name: t.Topic, Count: t.Count}
@@ -57,6 +64,13 @@ func handleCreatePartitions(ctx context.Context, env *Env, req *Request) (kmsg.R
 			env.Metrics.Error(req.Key, rt.ErrorCode)
 			resp.Topics = append(resp.Topics, rt)
 		}
+	}
+	for _, name := range denied {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = name
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code // Kafka sends no message
+		env.Metrics.Error(req.Key, rt.ErrorCode)
+		resp.Topics = append(resp.Topics, rt)
 	}
 	for _, res := range env.Meta.CreatePartitions(reqs, r.ValidateOnly) {
 		rt := kmsg.NewCreatePartitionsResponseTopic()

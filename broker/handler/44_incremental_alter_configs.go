@@ -20,7 +20,7 @@ import (
 // alterLoggers). The per-resource answers (duplicates, duplicate config
 // keys, null values, broker resources, resource types) are those of
 // alterConfigResources, as Kafka's ConfigAdminManager.
-func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
+func init() { register(44, 0, 1, incrementalAlterConfigsAuthorized) }
 
 func handleIncrementalAlterConfigs(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -73,7 +74,12 @@ func handleDescribeCluster(ctx context.Context, env *Env, req *Request) (kmsg.Re
 		slices.SortFunc(resp.Brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	}
 	if r.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = ClusterAuthorizedOps
+		// As KafkaApis.handleDescribeCluster: 0 to a client that may
+		// not DESCRIBE the cluster.
+		resp.ClusterAuthorizedOperations = 0
+		if env.authorizeCluster(req, acl.Describe) {
+			resp.ClusterAuthorizedOperations = env.authorizedOperations(req, acl.Cluster, acl.ClusterName)
+		}
 	}
 	return resp, nil
 }

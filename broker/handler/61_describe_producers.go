@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/log"
 )
 
@@ -33,11 +34,15 @@ func handleDescribeProducers(ctx context.Context, env *Env, req *Request) (kmsg.
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		// As KafkaApis.handleDescribeProducersRequest: READ on the topic.
+		allowed := env.authorizeTopic(req, acl.Read, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = p
 			part := env.Partitions.Get(log.TopicPartition{Topic: t.Topic, Partition: p})
-			if part == nil {
+			if !allowed {
+				rp.ErrorCode, rp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, authMessage(kerr.TopicAuthorizationFailed.Code)
+			} else if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if pl, ok := part.Log().(producerLog); !ok {
 				rp.ErrorCode = kerr.UnknownServerError.Code

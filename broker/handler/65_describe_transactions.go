@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,7 +22,15 @@ func handleDescribeTransactions(ctx context.Context, env *Env, req *Request) (km
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
-		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+		// An error leaves the other fields zero, as Kafka's
+		// TransactionState() it sets only an error code on.
+		if !env.authorize(req, acl.Describe, acl.TransactionalID, id) {
+			// As KafkaApis.handleDescribeTransactionsRequest.
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			env.Metrics.Error(req.Key, st.ErrorCode)
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		if env.Txn == nil {
 			st.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		} else if d, err := env.Txn.DescribeTransaction(ctx, id); err != nil {
@@ -32,6 +41,10 @@ func handleDescribeTransactions(ctx context.Context, env *Env, req *Request) (km
 			st.StartTimestamp = d.StartMs
 			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 			for _, tp := range d.Partitions {
+				// Only the topics the client may describe are listed.
+				if !env.authorizeTopic(req, acl.Describe, tp.Topic) {
+					continue
+				}
 				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 					t.Topic = tp.Topic

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/txn"
 )
 
@@ -52,6 +53,11 @@ func handleListTransactions(ctx context.Context, env *Env, req *Request) (kmsg.R
 	resp.UnknownStateFilters = unknown
 	for _, d := range ds {
 		if pattern != nil && !pattern.MatchString(d.TransactionalID) {
+			continue
+		}
+		// As KafkaApis.handleListTransactionsRequest: only the ids the
+		// client may describe, the others dropped silently.
+		if !env.authorize(req, acl.Describe, acl.TransactionalID, d.TransactionalID) {
 			continue
 		}
 		st := kmsg.NewListTransactionsResponseTransactionState()

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -31,8 +32,8 @@ import (
 //   - each partition carries its leader (-1 for none), leader epoch,
 //     replicas, ISR, offline replicas, and the eligible leader replicas and
 //     last known ELR of KIP-966 from the metadata image;
-//   - authorized operations are always sent: every topic operation, as
-//     Kafka without an authorizer.
+//   - authorized operations are always sent: what the client may do on the
+//     topic (every topic operation without an authorizer).
 //
 // Kafka's controllers do not serve it, so only broker listeners list it.
 func init() { register(75, 0, 0, handleDescribeTopicPartitions) }
@@ -76,6 +77,25 @@ func handleDescribeTopicPartitions(ctx context.Context, env *Env, req *Request) 
 		return resp, nil
 	}
 
+	// As DescribeTopicPartitionsRequestHandler: topics the client may not
+	// DESCRIBE are dropped (all topics) or answered last,
+	// TOPIC_AUTHORIZATION_FAILED without an id (named).
+	var denied []kmsg.DescribeTopicPartitionsResponseTopic
+	names = slices.DeleteFunc(names, func(n string) bool {
+		if env.authorizeTopic(req, acl.Describe, n) {
+			return false
+		}
+		if !all {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			name := n
+			rt.Topic, rt.ErrorCode, rt.Partitions = &name, kerr.TopicAuthorizationFailed.Code, []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+			env.Metrics.Error(req.Key, rt.ErrorCode)
+			denied = append(denied, rt)
+		}
+		return true
+	})
+	defer func() { resp.Topics = append(resp.Topics, denied...) }()
+
 	limit := int32(maxRequestPartitionSizeLimit)
 	if env.Config != nil && env.Config.MaxRequestPartitionSizeLimit > 0 {
 		limit = env.Config.MaxRequestPartitionSizeLimit
@@ -102,7 +122,7 @@ func handleDescribeTopicPartitions(ctx context.Context, env *Env, req *Request) 
 		upper := min(len(t.Partitions), start+remaining)
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic, rt.TopicID, rt.IsInternal = &t.Name, t.ID, isInternalTopic(name)
-		rt.AuthorizedOperations = topicOps
+		rt.AuthorizedOperations = env.authorizedOperations(req, acl.Topic, name)
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		for i := start; i < upper; i++ {
 			rt.Partitions = append(rt.Partitions, describedPartition(env, img, t.Partitions[i]))
@@ -125,7 +145,7 @@ func unknownDescribedTopic(env *Env, req *Request, name string) kmsg.DescribeTop
 	if metadata.ValidateTopicName(name) != nil {
 		rt.ErrorCode = kerr.InvalidTopicException.Code
 	}
-	rt.AuthorizedOperations = topicOps
+	rt.AuthorizedOperations = env.authorizedOperations(req, acl.Topic, name)
 	env.Metrics.Error(req.Key, rt.ErrorCode)
 	return rt
 }

@@ -60,7 +60,7 @@ func fencedClusterEnv(t *testing.T) *Env {
 func TestMetadataOfflineReplicas(t *testing.T) {
 	env := fencedClusterEnv(t)
 	tp, _ := env.Meta.Image().Topic("t")
-	mt := topicMetadata(env, kmsg.NewPtrMetadataRequest(), tp)
+	mt := topicMetadata(env, &Request{}, kmsg.NewPtrMetadataRequest(), tp)
 	for i, want := range [][2][]int32{{{1}, {2}}, {{}, {2}}} {
 		p := mt.Partitions[i]
 		if !slices.Equal(p.ISR, want[0]) || !slices.Equal(p.OfflineReplicas, want[1]) {
@@ -68,7 +68,7 @@ func TestMetadataOfflineReplicas(t *testing.T) {
 		}
 	}
 	single := &Env{NodeID: 1, Meta: env.Meta}
-	if mt := topicMetadata(single, kmsg.NewPtrMetadataRequest(), tp); len(mt.Partitions[0].OfflineReplicas) != 0 {
+	if mt := topicMetadata(single, &Request{}, kmsg.NewPtrMetadataRequest(), tp); len(mt.Partitions[0].OfflineReplicas) != 0 {
 		t.Errorf("single node lists offline replicas %v", mt.Partitions[0].OfflineReplicas)
 	}
 }

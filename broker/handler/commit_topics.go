@@ -21,7 +21,7 @@ import (
 // two requests' types.
 func filterCommitTopics[T, P any](img *metadata.Image, useIDs bool, topics []T,
 	fields func(*T) (name *string, id [16]byte, parts *[]P), part func(*P) int32,
-	refuse func(name string, id [16]byte, part int32, code int16)) []T {
+	refuse func(name string, id [16]byte, part int32, code int16), allowed func(name string) bool) []T {
 	var kept []T
 	for i := range topics {
 		rt := topics[i]
@@ -37,6 +37,16 @@ func filterCommitTopics[T, P any](img *metadata.Image, useIDs bool, topics []T,
 			}
 		default:
 			t, ok = img.Topic(name)
+		}
+		// As KafkaApis: an unknown id, then READ on the topic (allowed,
+		// nil without an authorizer), then an unknown name.
+		if ok || !useIDs {
+			if allowed != nil && !allowed(name) {
+				for j := range parts {
+					refuse(name, id, part(&parts[j]), kerr.TopicAuthorizationFailed.Code)
+				}
+				continue
+			}
 		}
 		if !ok {
 			code := kerr.UnknownTopicOrPartition.Code

@@ -112,7 +112,7 @@ func TestCommitTopicFilter(t *testing.T) {
 			if name != "a" || part != 0 || code != unknown {
 				t.Errorf("refused %s-%d with %d", name, part, code)
 			}
-		})
+		}, nil)
 	if len(kept) != 0 {
 		t.Errorf("kept %v without an image", kept)
 	}

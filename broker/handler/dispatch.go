@@ -44,7 +44,8 @@ func (env *Env) Dispatch(ctx context.Context, wr *wire.Request) (wire.Response, 
 	// (a long-poll Fetch) holds at most its frame, as Kafka frees a
 	// request's buffer once it is parsed.
 	wr.Decoded()
-	req := &Request{Key: h.Key, Version: h.Version, Conn: wr.Remote, Msg: msg, consumed: wr.Consumed}
+	req := &Request{Key: h.Key, Version: h.Version, Conn: wr.Remote, Msg: msg, consumed: wr.Consumed,
+		Principal: wr.Principal, Host: wr.ClientHost}
 	if h.ClientID != nil {
 		req.ClientID = *h.ClientID
 	}

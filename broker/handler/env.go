@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
@@ -56,6 +57,10 @@ type Env struct {
 	// DescribeConfigs and IncrementalAlterConfigs of a BROKER_LOGGER
 	// resource read and change (KIP-412); nil refuses that resource type.
 	Loggers *logging.Levels
+	// Authorizer checks each request's ACLs (authorizer.class.name,
+	// authorize.go); nil authorizes everything, as Kafka without an
+	// authorizer.
+	Authorizer *acl.Authorizer
 }
 
 func (env *Env) now() time.Time {

@@ -715,6 +715,14 @@ func (c *GroupCoordinator) replayBatch(m *group.Coordinator, n int32, b record.B
 // groupRequest is the body of every group API handler: route the request
 // to the coordinator, or answer COORDINATOR_NOT_AVAILABLE without one.
 func groupRequest(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
+	if env.Authorizer != nil {
+		return authorizedGroupRequest(ctx, env, req)
+	}
+	return coordinatorRequest(ctx, env, req)
+}
+
+// coordinatorRequest hands an authorized group request to the coordinator.
+func coordinatorRequest(ctx context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	if env.Groups == nil {
 		return group.ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code), nil
 	}

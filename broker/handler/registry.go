@@ -17,6 +17,10 @@ type Request struct {
 	// Conn identifies the connection (remote address), for logs and quotas.
 	Conn string
 	Msg  kmsg.Request
+	// Principal and Host are who sent the request (wire.Request's
+	// Principal and ClientHost), as ACLs match them.
+	Principal string
+	Host      string
 
 	// consumed gives the request's memory reservation back while its
 	// answer waits (wire.Request.Consumed); nil when not served by the

@@ -7,7 +7,9 @@
 // PartitionRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord,
 // FeatureLevelRecord, and for a cluster RegisterBrokerRecord,
 // UnregisterBrokerRecord, BrokerRegistrationChangeRecord and
-// PartitionChangeRecord) plus Cascade's ClusterIDRecord, each typed by
+// PartitionChangeRecord; AccessControlEntryRecord and
+// RemoveAccessControlEntryRecord for ACLs, which the image keeps indexed
+// for the authorizer as an acl.Index) plus Cascade's ClusterIDRecord, each typed by
 // Kafka's MetadataRecordType number. Apply(img, records) is pure (no I/O,
 // clock or randomness), so a Raft log carrying the same records rebuilds
 // the same images; the image keeps broker registrations (Broker, Brokers)

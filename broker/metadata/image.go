@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"fmt"
+
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"maps"
 	"slices"
 	"sort"
@@ -24,6 +26,9 @@ type Image struct {
 	brokerConfigs  map[string]map[string]string
 	features       map[string]int16
 	brokers        map[int32]*BrokerRegistration
+	// acls are the ACLs of AccessControlEntryRecords, indexed for checks;
+	// nil is none.
+	acls *acl.Index
 }
 
 // BrokerRegistration is one registered broker of an Image (Kafka's
@@ -180,6 +185,7 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 	next.Offset++
 	// Copy-on-write: maps are cloned once per batch on first change.
 	var topicsCloned, configsCloned, featuresCloned, brokersCloned bool
+	var acls map[acl.ID]acl.Binding // this batch's copy, once an ACL record is seen
 	cloneBrokers := func() {
 		if !brokersCloned {
 			next.brokers = maps.Clone(next.brokers)
@@ -367,9 +373,21 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 				return nil, fmt.Errorf("metadata: cluster id changes from %s to %s", next.ClusterID, r.ClusterID)
 			}
 			next.ClusterID = r.ClusterID
+		case AccessControlEntryRecord, RemoveAccessControlEntryRecord:
+			if acls == nil {
+				acls = next.acls.Bindings()
+			}
+			if err := applyACL(acls, rec); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("metadata: cannot apply %T", rec)
 		}
+	}
+	if acls != nil {
+		// Built once per batch, as StandardAuthorizerData swaps in a new
+		// AclCache: readers of the old image keep the old index.
+		next.acls = acl.NewIndex(acls)
 	}
 	return &next, nil
 }
@@ -479,6 +497,7 @@ func (img *Image) Records() []Record {
 			recs = append(recs, ConfigRecord{ResourceType: ResourceBroker, ResourceName: res, Name: k, Value: &v})
 		}
 	}
+	recs = append(recs, img.aclRecords()...)
 	for _, t := range img.Topics() {
 		recs = append(recs, TopicRecord{Name: t.Name, ID: t.ID})
 		for _, p := range t.Partitions {

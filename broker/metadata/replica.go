@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/config"
 )
 
@@ -23,6 +24,10 @@ type Writer interface {
 	// AllocateProducerIDs reserves a block of producer ids and returns
 	// its first id and size (AllocateProducerIds).
 	AllocateProducerIDs() (first int64, size int64, err error)
+	// CreateACLs and DeleteACLs are CreateAcls and DeleteAcls, planned
+	// as PlanCreateACLs and PlanDeleteACLs on the controller's image.
+	CreateACLs(bindings []acl.Binding) ([]error, error)
+	DeleteACLs(filters []acl.Filter) ([]DeleteACLsResult, error)
 }
 
 // ErrNotController is the kind of a write sent to a controller that is not

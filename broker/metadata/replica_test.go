@@ -3,6 +3,8 @@ package metadata
 import (
 	"errors"
 	"testing"
+
+	"github.com/cascade-kafka/cascade/broker/acl"
 )
 
 // recordingWriter is a Writer that records the calls a replica store
@@ -27,6 +29,10 @@ func (w *recordingWriter) CreatePartitions([]CreatePartitions, bool) []CreatePar
 }
 func (w *recordingWriter) IncrementalAlterTopicConfigs(string, []ConfigOp, bool) error { return nil }
 func (w *recordingWriter) AlterTopicConfigs(string, map[string]*string, bool) error    { return nil }
+func (w *recordingWriter) CreateACLs([]acl.Binding) ([]error, error)                   { return nil, ErrNotController }
+func (w *recordingWriter) DeleteACLs([]acl.Filter) ([]DeleteACLsResult, error) {
+	return nil, ErrNotController
+}
 func (w *recordingWriter) AllocateProducerIDs() (int64, int64, error) {
 	w.blocks++
 	first := w.next

@@ -51,6 +51,8 @@ type conn struct {
 	ic     *idleConn
 	act    *activity
 	remote string
+	// id is the connection's identity, stamped on each request.
+	id     Identity
 	max    int32
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -99,7 +101,8 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	act := &activity{}
 	ic := &idleConn{Conn: c, idle: s.IdleTimeout, act: act}
-	cn := &conn{s: s, r: bufio.NewReaderSize(ic, 4<<10), ic: ic, act: act, remote: c.RemoteAddr().String(), max: max}
+	cn := &conn{s: s, r: bufio.NewReaderSize(ic, 4<<10), ic: ic, act: act, remote: c.RemoteAddr().String(), max: max,
+		id: PlaintextIdentity(c, s.ListenerName)}
 	cn.ctx, cn.cancel = context.WithCancelCause(s.ctx)
 
 	out := make(chan outgoing, depth)
@@ -278,6 +281,7 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 		}
 	}()
 	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
+	cn.id.stamp(req)
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
 			p.lease.Shrink(int64(len(p.frame)) + p.decompress)

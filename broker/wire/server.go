@@ -22,6 +22,14 @@ type Request struct {
 	Body   []byte
 	// Remote is the peer's address, for logs and quotas.
 	Remote string
+	// Principal is the connection's authenticated principal as Kafka's
+	// KafkaPrincipal prints it ("User:ANONYMOUS" until a SASL exchange or a
+	// client certificate names another).
+	Principal string
+	// ClientHost is the client's IP address, as ACLs match a host.
+	ClientHost string
+	// Listener is the name of the listener the connection came in on.
+	Listener string
 
 	decoded  func()
 	consumed func()
@@ -100,6 +108,9 @@ type Dispatcher interface {
 // Server accepts connections and runs the per-connection loops.
 type Server struct {
 	Dispatcher Dispatcher
+	// ListenerName names the listener the server serves (PLAINTEXT by
+	// default), as Request.Listener reports it.
+	ListenerName string
 	// MaxRequestBytes is socket.request.max.bytes; 0 means the default.
 	MaxRequestBytes int32
 	// IdleTimeout is connections.max.idle.ms: a connection on which no
