@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -147,7 +148,7 @@ func TestRestartedLeaderRefusesAppendsUntilItLeads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := New(Config{NodeID: 1, MinInsyncReplicas: 1, NumFetchers: 1, SocketTimeout: 1e9}, parts, &fakeController{})
+	m := New(Config{NodeID: 1, MinInsyncReplicas: 1, NumFetchers: 1, SocketTimeout: time.Second}, parts, &fakeController{})
 	defer m.Close()
 	m.Apply(img)
 	if _, err := p.Append(batch(t, 1)); !errors.Is(err, replica.ErrNotLeaderOrFollower) {
