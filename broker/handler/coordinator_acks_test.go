@@ -137,6 +137,9 @@ func TestClusterGroupWriteAwaitsHighWatermark(t *testing.T) {
 	// that it never shows what a failover could lose.
 	p := c.env.Partitions.Get(log.TopicPartition{Topic: consumerOffsetsTopic, Partition: 0})
 	p.SetReplicated(true)
+	if err := p.MakeLeader(p.LeaderEpoch()); err != nil { // as replication makes a leader
+		t.Fatal(err)
+	}
 	answered := make(chan int16, 1)
 	go func() { answered <- commitOffset(c, g0, 20) }()
 	h.next(t, consumerOffsetsTopic).done <- nil

@@ -338,6 +338,45 @@ func TestFollowerTruncateAndReappend(t *testing.T) {
 	}
 }
 
+// TestTruncateAtLogEndDropsEmptyEpoch is a replica that led an epoch and
+// appended nothing in it before another leader took over: the leader
+// answers its fetch with where its older epoch ends, the log end, and the
+// truncation there, which cuts no record, must drop the empty epoch (as
+// Kafka's UnifiedLog.truncateTo), or every later fetch names it again and
+// is answered with the same divergence.
+func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
+	c := newFakeClock()
+	_, m, f := openFollower(t, c, smallConfig())
+	defer m.Close()
+	for i := int32(0); i < 3; i++ {
+		if _, err := f.Append(idemBatch(t, 7, 0, 2*i, 2, false), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.AssignEpochStartOffset(7, f.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(f.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.LatestEpoch(); e != 6 || f.LogEndOffset() != 6 {
+		t.Fatalf("after the truncation at the log end: latest epoch %d, log end %d; want 6 and 6", e, f.LogEndOffset())
+	}
+	if e, end, ok := f.EndOffsetForEpoch(6); !ok || e != 6 || end != 6 {
+		t.Fatalf("EndOffsetForEpoch(6) = %d %d %v, want 6 6 true", e, end, ok)
+	}
+	// Past the log end too.
+	if err := f.AssignEpochStartOffset(8, f.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(f.LogEndOffset() + 5); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.LatestEpoch(); e != 6 {
+		t.Fatalf("after a truncation past the log end: latest epoch %d, want 6", e)
+	}
+}
+
 func TestTruncateFullyAndStartAt(t *testing.T) {
 	c := newFakeClock()
 	cfg := smallConfig()

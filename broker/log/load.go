@@ -460,7 +460,9 @@ func (l *Log) deleteSnapshotsOutside(lo, hi int64) error {
 // the cleaner checkpoint and the recorded high watermark follow; the log
 // start offset moves down to the new end if it was beyond it. An offset
 // below the first segment's base empties the log and starts it there
-// (TruncateFullyAndStartAt), as Kafka does.
+// (TruncateFullyAndStartAt), as Kafka does; one at or past the log end cuts
+// only the leader epochs starting at or after the log end, as
+// UnifiedLog.truncateTo.
 func (l *Log) Truncate(offset int64) error { return l.truncate(offset, false) }
 
 // truncate is Truncate, or TruncateFullyAndStartAt when full. As Kafka's
@@ -485,6 +487,13 @@ func (l *Log) truncateOnce(offset int64, full bool) (bool, error) {
 		return false, err
 	}
 	if !full && offset >= l.leo.Load() {
+		// As Kafka's UnifiedLog.truncateTo: the epoch cache is cut at
+		// the log end all the same, for a conflicting entry there (this
+		// replica led an epoch and appended nothing before another
+		// leader was elected).
+		if err := l.epochs.truncateFromEnd(l.leo.Load()); err != nil {
+			return false, l.fail(err)
+		}
 		return false, nil
 	}
 	var err error

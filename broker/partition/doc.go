@@ -23,7 +23,11 @@
 //     replication-offset-checkpoint when the log dir keeps one.
 //
 // MakeLeader starts a new leader epoch at the log end offset in the leader
-// epoch cache, as Kafka's Partition.makeLeader.
+// epoch cache, as Kafka's Partition.makeLeader. A replicated partition's
+// leader appends are stamped with the epoch MakeLeader gave it (never the
+// image's, which may already be a newer leader's) and refused with
+// ErrNotLeader before MakeLeader and after StopLeading, which the
+// replication shell calls as the replica becomes a follower.
 //
 // Fetch waiters wake on every leader append (followers' fetches wait at the
 // log end), on every high watermark move (consumers wait at the high

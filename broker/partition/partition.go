@@ -7,12 +7,20 @@ import (
 	"sync/atomic"
 
 	"github.com/cascade-kafka/cascade/broker/log"
+	"github.com/cascade-kafka/cascade/broker/replica"
 )
 
 // ErrDeleted is returned by operations on a partition whose topic was deleted
 // (or which was otherwise removed from this broker). The handler edge answers
 // NOT_LEADER_OR_FOLLOWER, as Kafka does for a replica it no longer hosts.
 var ErrDeleted = errors.New("partition: removed from this broker")
+
+// ErrNotLeader is returned by a leader append (a client's or a
+// coordinator's) to a replicated partition this broker does not lead: it
+// never started leading (MakeLeader), or stopped (StopLeading). It wraps
+// replica.ErrNotLeaderOrFollower, which the handler edge answers with
+// NOT_LEADER_OR_FOLLOWER and the coordinators with NOT_COORDINATOR.
+var ErrNotLeader = fmt.Errorf("partition: not the leader: %w", replica.ErrNotLeaderOrFollower)
 
 // Isolation selects the upper bound of a read, as Kafka's FetchIsolation.
 type Isolation int8
@@ -36,7 +44,13 @@ type Partition struct {
 
 	appendMu sync.Mutex
 	epoch    atomic.Int32
-	deleted  atomic.Bool
+	// leading is, on a replicated partition, the leader epoch this broker
+	// leads and stamps its appends with, -1 while it does not lead. It is
+	// set by MakeLeader and StopLeading under appendMu, so an append holds
+	// the role it checked until it is written, as Kafka's
+	// Partition.appendRecordsToLeader holds leaderIsrUpdateLock.
+	leading int32
+	deleted atomic.Bool
 
 	// hw is the published high watermark; every write holds hwMu so that
 	// a truncation's move down and an advance do not interleave.
@@ -97,7 +111,7 @@ func (p *Partition) RemoveWaiter(w *Waiter) {
 // Partition.createLogIfNotExists); otherwise, as a single node is its own
 // in-sync replica set, at the log end offset recovered from disk.
 func New(tp log.TopicPartition, topicID [16]byte, leaderEpoch int32, lg Log) *Partition {
-	p := &Partition{tp: tp, topicID: topicID, log: lg, notify: make(chan struct{})}
+	p := &Partition{tp: tp, topicID: topicID, log: lg, notify: make(chan struct{}), leading: -1}
 	p.epoch.Store(leaderEpoch)
 	if hw, ok := lg.HighWatermark(); ok {
 		p.hw.Store(hw)
@@ -149,12 +163,27 @@ func (p *Partition) append(records []byte, client bool) (log.AppendInfo, error) 
 		return log.AppendInfo{}, ErrDeleted
 	}
 	p.appendMu.Lock()
+	epoch := p.epoch.Load()
+	if p.replicated.Load() {
+		// As Kafka's Partition.appendRecordsToLeader: only the leader
+		// appends, stamping the epoch it leads. The epoch of the
+		// metadata image (SetLeaderEpoch) may already be a newer
+		// leader's: a batch stamped with it would give this replica,
+		// once a follower, that leader's latest epoch over records the
+		// leader never had, and its fetches would then hide them from
+		// the divergence check (KIP-595's last fetched epoch).
+		if p.leading < 0 {
+			p.appendMu.Unlock()
+			return log.AppendInfo{}, ErrNotLeader
+		}
+		epoch = p.leading
+	}
 	var info log.AppendInfo
 	var err error
 	if client {
-		info, err = p.log.AppendFromClient(records, p.epoch.Load())
+		info, err = p.log.AppendFromClient(records, epoch)
 	} else {
-		info, err = p.log.Append(records, p.epoch.Load())
+		info, err = p.log.Append(records, epoch)
 	}
 	if err == nil && !info.Duplicate && !p.replicated.Load() {
 		p.advanceHighWatermarkLocked()

@@ -56,7 +56,7 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 	defer lm.Close()
 	fdir := t.TempDir()
 	fm, fl := openSegmented(t, fdir, seg)
-	leader, follower := replicated(ll, 4), replicated(fl, 4)
+	leader, follower := leaderOf(t, ll, 4), replicated(fl, 4)
 
 	// B1..B8: sequences 0..39, offsets 0..39, five records each; another
 	// producer's batch in between.
@@ -142,7 +142,7 @@ func TestIdempotentRetryAfterLeaderChange(t *testing.T) {
 	}
 	fm, fl = openSegmented(t, fdir, seg)
 	defer fm.Close()
-	restarted := replicated(fl, 6)
+	restarted := leaderOf(t, fl, 6)
 	if info, err := restarted.Append(idemBatch(t, pid, 1, 0, 1)); err != nil || !info.Duplicate {
 		t.Fatalf("after a restart, retry of the epoch bump: %+v %v", info, err)
 	}
@@ -168,7 +168,7 @@ func TestTransactionStateAfterLeaderChange(t *testing.T) {
 	defer lm.Close()
 	fm, fl := openSegmented(t, t.TempDir(), 1<<20)
 	defer fm.Close()
-	leader, follower := replicated(ll, 4), replicated(fl, 4)
+	leader, follower := leaderOf(t, ll, 4), replicated(fl, 4)
 	for _, b := range [][]byte{txnBatch(t1, 0, 2), idemBatch(t, plain, 0, 0, 2)} { // 0-1, 2-3
 		if _, err := leader.Append(b); err != nil {
 			t.Fatal(err)

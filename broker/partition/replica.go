@@ -25,8 +25,9 @@ func (p *Partition) Replicated() bool { return p.replicated.Load() }
 // on, as Kafka's Partition.makeLeader: the epoch starts at the log end
 // offset in the leader epoch cache, so that OffsetForLeaderEpoch answers a
 // follower of the previous epoch with where it ended before the new leader
-// appended anything. An epoch not above the cache's latest changes nothing
-// there.
+// appended anything, and a replicated partition's appends are stamped with
+// it until StopLeading. An epoch not above the cache's latest changes
+// nothing there; one older than the partition's leader epoch is not led.
 func (p *Partition) MakeLeader(leaderEpoch int32) error {
 	if p.deleted.Load() {
 		return ErrDeleted
@@ -34,10 +35,32 @@ func (p *Partition) MakeLeader(leaderEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.SetLeaderEpoch(leaderEpoch)
+	if leaderEpoch >= p.epoch.Load() {
+		p.leading = leaderEpoch
+	}
 	if leaderEpoch <= p.log.LatestEpoch() {
 		return nil
 	}
 	return p.log.AssignEpochStartOffset(leaderEpoch, p.log.LogEndOffset())
+}
+
+// StopLeading records that this broker no longer leads the replicated
+// partition (it follows another leader, or holds no role), as Kafka's
+// Partition.makeFollower under leaderIsrUpdateLock: an append under way
+// finishes first, stamped with the epoch this broker led, and every later
+// leader append is refused with ErrNotLeader.
+func (p *Partition) StopLeading() {
+	p.appendMu.Lock()
+	p.leading = -1
+	p.appendMu.Unlock()
+}
+
+// Leading returns the leader epoch this broker leads the replicated
+// partition in, and false when it does not lead it.
+func (p *Partition) Leading() (int32, bool) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.leading, p.leading >= 0
 }
 
 // AdvanceHighWatermark moves the leader's high watermark forward to hw,

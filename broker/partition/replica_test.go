@@ -8,6 +8,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/record"
+	"github.com/cascade-kafka/cascade/broker/replica"
 )
 
 // signalled waits a bounded time for w.
@@ -30,8 +31,7 @@ func quiet(w *Waiter) bool {
 }
 
 func TestReplicatedLeaderHighWatermark(t *testing.T) {
-	p := New(tp("t", 0), [16]byte{1}, 0, newMemLog())
-	p.SetReplicated(true)
+	p := leaderOf(t, newMemLog(), 0)
 	w := NewWaiter()
 	p.AddWaiter(w)
 	for _, s := range []string{"a", "b", "c"} {
@@ -212,6 +212,17 @@ func replicated(l Log, epoch int32) *Partition {
 	return p
 }
 
+// leaderOf is replicated, led by this broker in epoch, as the replication
+// shell makes a leader.
+func leaderOf(t *testing.T, l Log, epoch int32) *Partition {
+	t.Helper()
+	p := replicated(l, epoch)
+	if err := p.MakeLeader(epoch); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestFollowerOverRealLogs replicates between two partitions over the
 // storage engine as the fetcher shell will: the follower copies what the
 // leader's log-end read returns, the leader's high watermark follows the
@@ -222,7 +233,7 @@ func TestFollowerOverRealLogs(t *testing.T) {
 	defer lm.Close()
 	fdir := t.TempDir()
 	fm, fl := openDir(t, fdir, true)
-	leader, follower := replicated(ll, 4), replicated(fl, 4)
+	leader, follower := leaderOf(t, ll, 4), replicated(fl, 4)
 	for i := 0; i < 3; i++ {
 		if _, err := leader.Append(clientBatch(t, 4)); err != nil {
 			t.Fatal(err)
@@ -311,8 +322,7 @@ func TestFollowerStartsInsideLeaderBatch(t *testing.T) {
 // never reads at or past the high watermark it was answered with, and reads
 // every record once the high watermark passes it.
 func TestConsumerFollowsHighWatermark(t *testing.T) {
-	p := New(tp("t", 0), [16]byte{1}, 0, newMemLog())
-	p.SetReplicated(true)
+	p := leaderOf(t, newMemLog(), 0)
 	const n = 300
 	go func() {
 		for i := 0; i < n; i++ {
@@ -393,5 +403,58 @@ func TestManagerSyncReplicated(t *testing.T) {
 	spec.Replicated = false
 	if err := m.Sync([]Spec{spec}); err != nil || p.Replicated() {
 		t.Fatalf("flag not cleared: %v", err)
+	}
+}
+
+// TestLeaderAppendStampsTheEpochItLeads is a leader deposed while an
+// append is on its way: the metadata image names another leader in a newer
+// epoch (Manager.Sync sets it) before the replication shell makes this
+// replica a follower. The append is stamped with the epoch this replica
+// led, so that as a follower its last fetched epoch is that one and the
+// new leader's divergence check cuts what it alone holds; once it stops
+// leading, appends are refused, as Kafka's Partition.appendRecordsToLeader
+// refuses them without a local leader log.
+func TestLeaderAppendStampsTheEpochItLeads(t *testing.T) {
+	ml := newMemLog()
+	p := leaderOf(t, ml, 2)
+	if _, err := p.Append([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	p.SetLeaderEpoch(3)
+	if _, err := p.Append([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if e := ml.LatestEpoch(); e != 2 {
+		t.Fatalf("an append after the image moved to epoch 3 is in epoch %d, want the led epoch 2", e)
+	}
+	if e, ok := p.Leading(); !ok || e != 2 {
+		t.Fatalf("Leading() = %d %v, want 2 true", e, ok)
+	}
+	p.StopLeading()
+	for name, appendFn := range map[string]func([]byte) (log.AppendInfo, error){
+		"client": p.Append, "coordinator": p.AppendCoordinator,
+	} {
+		if _, err := appendFn([]byte("c")); !errors.Is(err, ErrNotLeader) || !errors.Is(err, replica.ErrNotLeaderOrFollower) {
+			t.Fatalf("%s append after StopLeading: %v, want ErrNotLeader", name, err)
+		}
+	}
+	if p.LogEndOffset() != 2 || ml.LatestEpoch() != 2 {
+		t.Fatalf("refused appends wrote: log end %d, latest epoch %d", p.LogEndOffset(), ml.LatestEpoch())
+	}
+	// Leading again in the newer epoch (re-elected): stamped with it.
+	if err := p.MakeLeader(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append([]byte("d")); err != nil || ml.LatestEpoch() != 4 {
+		t.Fatalf("append as the epoch 4 leader: %v, latest epoch %d", err, ml.LatestEpoch())
+	}
+	// A replicated partition this broker never led refuses appends; a
+	// single node's stamps the image's epoch.
+	if _, err := replicated(newMemLog(), 5).Append([]byte("e")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append to a replicated partition never led: %v", err)
+	}
+	single := newMemLog()
+	if _, err := New(tp("t", 0), [16]byte{1}, 5, single).Append([]byte("e")); err != nil || single.LatestEpoch() != 5 {
+		t.Fatalf("single node append: %v, epoch %d", err, single.LatestEpoch())
 	}
 }

@@ -239,11 +239,16 @@ func (f *fetcher) truncate(s *pstate, div replica.EpochEndOffset) error {
 	p := s.p
 	leo := p.LogEndOffset()
 	tr := truncationFor(p, leo, p.HighWatermark(), div)
+	// A truncation at or past the log end still runs: as Kafka's
+	// UnifiedLog.truncateTo, it drops a conflicting epoch entry at the
+	// log end (this replica led an epoch and appended nothing in it),
+	// which would otherwise be the last fetched epoch of every fetch, each
+	// answered with the same diverging epoch.
+	if err := p.TruncateTo(min(tr.Offset, leo)); err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
 	if tr.Offset >= leo {
 		return nil
-	}
-	if err := p.TruncateTo(tr.Offset); err != nil {
-		return fmt.Errorf("truncate: %w", err)
 	}
 	s.st.Truncated(p.LogEndOffset())
 	f.m.log.Info("follower truncated", "topic", s.tp.Topic, "partition", s.tp.Partition, "from", leo, "to", tr.Offset,

@@ -245,6 +245,12 @@ func (m *Manager) applyPartition(s *pstate, ip metadata.Partition, view map[int3
 		m.log.Info("partition was marked as recovering after an unclean election; marking it recovered",
 			"topic", s.tp.Topic, "partition", s.tp.Partition, "leader_epoch", ps.LeaderEpoch)
 	}
+	if s.st.Role() != replica.RoleLeader {
+		// Before a follower's first fetch, and before any append
+		// checked against the old role is written with the new
+		// image's epoch: the partition's appends stop at once.
+		s.p.StopLeading()
+	}
 	m.applyEffectsLocked(s, eff)
 	role, leader, epoch := s.st.Role(), s.st.Leader(), s.st.LeaderEpoch()
 	s.wakeLocked()
@@ -305,6 +311,7 @@ func (s *pstate) wakeLocked() {
 func (m *Manager) forgetLocked(s *pstate) {
 	m.removeFromFetcherLocked(s.tp)
 	delete(m.states, s.tp)
+	s.p.StopLeading()
 	s.mu.Lock()
 	s.gone = true
 	s.wakeLocked()
