@@ -144,13 +144,20 @@ func fetchRecordBytes(t *testing.T, admin, topic, fetcher string) float64 {
 // node 1 leads it) and waits until node 1 leads with all three in the ISR.
 func (c *testCluster) createAssigned(topic string) {
 	c.t.Helper()
+	c.createOn(topic, []int32{1, 2, 3})
+}
+
+// createOn creates topic with one partition on replicas, with configs, and
+// waits until the first replica leads with all of them in the ISR.
+func (c *testCluster) createOn(topic string, replicas []int32, configs ...kmsg.CreateTopicsRequestTopicConfig) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor, rt.Configs = topic, -1, -1, configs
 	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
+	ra.Partition, ra.Replicas = 0, replicas
 	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 20000
@@ -161,9 +168,9 @@ func (c *testCluster) createAssigned(topic string) {
 	if err != nil {
 		c.t.Fatalf("CreateTopics %s: %v", topic, err)
 	}
-	waitFor(c.t, 30*time.Second, topic+" led by node 1 with an ISR of three", func() bool {
-		l, isr := c.partitionOn(1, topic)
-		return l == 1 && len(isr) == 3
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("%s led by node %d with an ISR of %d", topic, replicas[0], len(replicas)), func() bool {
+		l, isr := c.partitionOn(int(replicas[0]), topic)
+		return l == replicas[0] && len(isr) == len(replicas)
 	})
 }
 

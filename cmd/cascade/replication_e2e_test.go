@@ -287,13 +287,7 @@ func TestClusterReplicationFailover(t *testing.T) {
 
 	// Every acknowledged record is on the surviving leader, once, in order.
 	got := readAll(t, c.seeds[newLeader-1], topic)
-	seen := map[string]int{}
-	for i, v := range got {
-		if j, dup := seen[v]; dup {
-			t.Fatalf("record %s at positions %d and %d", v, j, i)
-		}
-		seen[v] = i
-	}
+	seen := positions(t, got)
 	last, deleted := -1, 0
 	for _, v := range acked {
 		if acks.offsets[v] < logStart {
@@ -321,11 +315,16 @@ var fastReplication = []string{"replica.lag.time.max.ms=4000", "replica.fetch.wa
 // ends or finish is called, recording the outcomes in acks. finish stops
 // and flushes, failing the test if some record is unanswered after bound.
 func produceNumbers(ctx context.Context, prod *kgo.Client, acks *ackLog, pause time.Duration) (finish func(t *testing.T, bound time.Duration)) {
+	return produceValues(ctx, prod, acks, "", pause)
+}
+
+// produceValues is produceNumbers with each value after prefix.
+func produceValues(ctx context.Context, prod *kgo.Client, acks *ackLog, prefix string, pause time.Duration) (finish func(t *testing.T, bound time.Duration)) {
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; pctx.Err() == nil; i++ {
-			prod.Produce(pctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.record)
+			prod.Produce(pctx, &kgo.Record{Value: []byte(prefix + strconv.Itoa(i))}, acks.record)
 			time.Sleep(pause)
 		}
 	})
@@ -367,6 +366,20 @@ func produceOnce(t *testing.T, c *testCluster, topic string, bound time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), bound+5*time.Second)
 	defer cancel()
 	return cl.ProduceSync(ctx, &kgo.Record{Value: []byte("probe")}).FirstErr()
+}
+
+// positions returns the position of each value in got, failing the test
+// on a value read twice.
+func positions(t *testing.T, got []string) map[string]int {
+	t.Helper()
+	at := map[string]int{}
+	for i, v := range got {
+		if j, dup := at[v]; dup {
+			t.Fatalf("record %s at positions %d and %d", v, j, i)
+		}
+		at[v] = i
+	}
+	return at
 }
 
 // readAll consumes topic partition 0 from its start up to its high
