@@ -100,7 +100,9 @@ func TestMatrix(t *testing.T) {
 				return v, err
 			})
 		}
+		cellsStart := time.Now()
 		rep.Cells, rep.Clients = matrix.Run(ctx, env, clients, scenarios, h, os.Stderr)
+		fmt.Fprintf(os.Stderr, "matrix: %s: %d cells in %v (started in %v before)\n", target, len(rep.Cells), time.Since(cellsStart).Round(time.Second), cellsStart.Sub(start).Round(time.Second))
 		if err := env.StopVariant(); err != nil {
 			t.Errorf("stop the %s variant: %v", target, err)
 		}

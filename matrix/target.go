@@ -179,7 +179,11 @@ const ClusterNodes = 3
 // write; the internal topics likewise (the cluster fixtures' defaults,
 // stated here so that the matrix says what it runs); and Kafka's
 // rack-aware replica selector (KIP-392), so that a consumer that names its
-// rack is sent to that rack's replica (clusterRacks puts one node in each).
+// rack is sent to that rack's replica (clusterRacks puts one node in each);
+// and the automatic preferred-leader election every second instead of
+// every 5 minutes, so that a node the cluster scenarios stopped and
+// started leads its partitions (and coordinates their groups) again
+// before the next cell.
 var ClusterOverrides = map[string]string{
 	"default.replication.factor":               "3",
 	"min.insync.replicas":                      "2",
@@ -187,6 +191,7 @@ var ClusterOverrides = map[string]string{
 	"transaction.state.log.replication.factor": "3",
 	"transaction.state.log.min.isr":            "2",
 	"replica.selector.class":                   "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+	"leader.imbalance.check.interval.seconds":  "1",
 }
 
 // ClusterRack returns node id's broker.rack on a cluster target.

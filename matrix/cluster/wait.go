@@ -162,3 +162,86 @@ func WaitTopic(ctx context.Context, c Cluster, topic string, partitions int) err
 		return nil
 	})
 }
+
+// CommittedOffset asks node id (the group's coordinator) for group's
+// committed offset of topic's partition p (OffsetFetch), -1 when none.
+func CommittedOffset(ctx context.Context, c Cluster, id int, group, topic string, p int32) (int64, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{p}
+	req.Topics = append(req.Topics, rt)
+	// From v8 on, the groups are a list.
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = topic, []int32{p}
+	rg.Topics = append(rg.Topics, gt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := c.Request(ctx, id, req)
+	if err != nil {
+		return 0, fmt.Errorf("node %d: %w", id, err)
+	}
+	r := resp.(*kmsg.OffsetFetchResponse)
+	code := r.ErrorCode
+	offset := int64(-1)
+	for _, t := range r.Topics {
+		for _, tp := range t.Partitions {
+			if t.Topic == topic && tp.Partition == p {
+				offset = tp.Offset
+				if tp.ErrorCode != 0 {
+					code = tp.ErrorCode
+				}
+			}
+		}
+	}
+	for _, g := range r.Groups {
+		if g.ErrorCode != 0 {
+			code = g.ErrorCode
+		}
+		for _, t := range g.Topics {
+			for _, tp := range t.Partitions {
+				if t.Topic == topic && tp.Partition == p {
+					offset = tp.Offset
+					if tp.ErrorCode != 0 {
+						code = tp.ErrorCode
+					}
+				}
+			}
+		}
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return 0, fmt.Errorf("node %d: offsets of %s: %w", id, group, err)
+	}
+	return offset, nil
+}
+
+// WaitPreferredLeaders waits until every partition of every topic, as
+// every live broker's Metadata shows it, is led by its preferred replica
+// (the first of its replicas) wherever that replica is live and in the
+// ISR: after a restart, the controller's automatic preferred-leader
+// election (auto.leader.rebalance.enable, every
+// leader.imbalance.check.interval.seconds) has handed the restarted node
+// its leaderships back.
+func WaitPreferredLeaders(ctx context.Context, c Cluster) error {
+	return Poll(ctx, PollInterval, func() error {
+		for _, b := range LiveBrokers(c) {
+			resp, err := c.Request(ctx, b, MetadataRequest(nil))
+			if err != nil {
+				return fmt.Errorf("node %d: %w", b, err)
+			}
+			for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
+				for _, p := range tp.Partitions {
+					if len(p.Replicas) == 0 {
+						continue
+					}
+					pref := p.Replicas[0]
+					if p.Leader != pref && c.Live(int(pref)) && slices.Contains(p.ISR, pref) {
+						return fmt.Errorf("node %d: %s/%d led by %d, not its preferred replica %d", b, *tp.Topic, p.Partition, p.Leader, pref)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
