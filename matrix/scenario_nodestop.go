@@ -169,7 +169,12 @@ var nodeStopScenario = Scenario{
 		if err != nil {
 			return "", fmt.Errorf("producer: %w", err)
 		}
-		read, readRetries, err := reader.finish(batches)
+		// The log's end, failed records that were written included.
+		end, err := p.ListOffsets(ctx, driver.ListOffsets{Topic: topic, Partition: 0, Kind: "latest"})
+		if err != nil {
+			return "", fmt.Errorf("log end: %w", err)
+		}
+		read, readRetries, err := reader.finish(end.Offset)
 		if err != nil {
 			return "", err
 		}
@@ -185,14 +190,28 @@ var nodeStopScenario = Scenario{
 			return "", err
 		}
 		return fmt.Sprintf("stopped node %d; partition led by node %d after %v, group coordinator node %d, transaction coordinator node %d; "+
-			"%d batches of %d acknowledged and read by %s once each at their offsets, key order kept (%d reads again after a leader-change error); "+
+			"%d batches of %d sent, every acknowledged record read by %s once at its offset, key order kept (%s); "+
 			"the next member resumed at the committed offset 8; the open transaction %s, the next one committed; node %d back in every ISR",
-			victim, leader, movedAfter.Round(100*time.Millisecond), gcoord, tcoord, len(batches), moveBatch, r.Client(), readRetries, outcome, victim), nil
+			victim, leader, movedAfter.Round(100*time.Millisecond), gcoord, tcoord, len(batches), moveBatch, r.Client(), moveNotes(batches, readRetries), outcome, victim), nil
 	},
 	Peers:   ringPeer,
 	Timeout: faultTimeout,
 	Solo:    true,
 	Cluster: true,
+}
+
+// moveNotes says what the clients passed on of the move: records the
+// producer was told failed, and reads repeated after an error.
+func moveNotes(batches []sentBatch, readRetries int) string {
+	failed := 0
+	for _, b := range batches {
+		for _, dl := range b.dls {
+			if dl.Error != nil {
+				failed++
+			}
+		}
+	}
+	return fmt.Sprintf("%d records reported failed by the move, %d reads again after a leader-change error", failed, readRetries)
 }
 
 // keyLedBy returns a key, prefix plus a number, whose coordinator (of the
@@ -360,6 +379,16 @@ type sentBatch struct {
 	start time.Time
 }
 
+// acked reports whether every record of the batch was acknowledged.
+func (b sentBatch) acked() bool {
+	for _, dl := range b.dls {
+		if dl.Error != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // produceLoop sends batch after batch to partition 0 of a topic, each one
 // idempotent acks=all command waiting for its acknowledgements, until
 // finish.
@@ -387,12 +416,23 @@ func startProduceLoop(ctx context.Context, d driver.Driver, topic string) *produ
 				n := i*moveBatch + j
 				b.recs = append(b.recs, driver.Record{Partition: 0, Key: []byte(fmt.Sprintf("k%d", n%moveKeys)), Value: []byte(fmt.Sprintf("%s-%d", topic, n))})
 			}
-			dls, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: b.recs, Acks: -1, Idempotent: true})
+			res, err := d.Produce(ctx, driver.Produce{Topic: topic, Records: b.recs, Acks: -1, Idempotent: true})
+			if err == nil && len(res.Deliveries) != len(b.recs) {
+				err = fmt.Errorf("%d deliveries for %d records", len(res.Deliveries), len(b.recs))
+			}
+			for j := 0; err == nil && j < len(res.Deliveries); j++ {
+				// A client whose retries end before the move does (sarama
+				// retries three times, 100 ms apart) reports the move's
+				// error for the batch; the next batch goes on.
+				if e := res.Deliveries[j].Error; e != nil && !duringMove(e) {
+					err = fmt.Errorf("record %d: %w", j, e)
+				}
+			}
 			if err != nil {
 				l.done <- fmt.Errorf("batch %d: %w", i, err)
 				return
 			}
-			b.dls = dls
+			b.dls = res.Deliveries
 			l.mu.Lock()
 			l.batches = append(l.batches, b)
 			l.mu.Unlock()
@@ -412,7 +452,7 @@ func (l *produceLoop) waitAcked(ctx context.Context, n int, after time.Time, wha
 		l.mu.Lock()
 		got := 0
 		for _, b := range l.batches {
-			if !b.start.Before(after) {
+			if !b.start.Before(after) && b.acked() {
 				got++
 			}
 		}
@@ -497,14 +537,10 @@ func startReader(ctx context.Context, d driver.Driver, topic string) *reader {
 	return r
 }
 
-// finish tells the reader where the producer's records end, waits for it
-// and returns what it read and how often it read again after an error.
-func (r *reader) finish(batches []sentBatch) ([]driver.Record, int, error) {
-	var n int64
-	for _, b := range batches {
-		n += int64(len(b.recs))
-	}
-	r.end <- n
+// finish tells the reader where the log ends, waits for it and returns
+// what it read and how often it read again after an error.
+func (r *reader) finish(end int64) ([]driver.Record, int, error) {
+	r.end <- end
 	err := <-r.done
 	return r.read, r.retries, err
 }

@@ -125,7 +125,7 @@ func TestRecordShapesSplit(t *testing.T) {
 func TestSelectedTargets(t *testing.T) {
 	t.Setenv("MATRIX_BOOTSTRAP", "")
 	t.Setenv("MATRIX_TARGETS", "")
-	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "apache-kafka-cluster", "cascade", "cascade-cluster"}) {
+	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "cascade"}) {
 		t.Errorf("default targets %v", got)
 	}
 	t.Setenv("MATRIX_TARGETS", " cascade, external ,apache-kafka,cascade")
@@ -679,7 +679,7 @@ func TestClusterDifferencesJudgedByTheKafkaCluster(t *testing.T) {
 }
 
 func TestScenariosFor(t *testing.T) {
-	all := []Scenario{{ID: "2.codec/none"}, {ID: "5.idempotent"}, {ID: "8.transactions"}, {ID: "11.leader-move", Cluster: true}}
+	all := []Scenario{{ID: "2.codec/none"}, {ID: "5.idempotent"}, {ID: "5.idempotent-lost-answer"}, {ID: "8.transactions"}, {ID: "11.leader-move", Cluster: true}}
 	ids := func(ss []Scenario) []string {
 		var out []string
 		for _, s := range ss {
@@ -687,7 +687,7 @@ func TestScenariosFor(t *testing.T) {
 		}
 		return out
 	}
-	if got := ids(ScenariosFor(TargetCascade, all, false)); !reflect.DeepEqual(got, []string{"2.codec/none", "5.idempotent", "8.transactions"}) {
+	if got := ids(ScenariosFor(TargetCascade, all, false)); !reflect.DeepEqual(got, []string{"2.codec/none", "5.idempotent", "5.idempotent-lost-answer", "8.transactions"}) {
 		t.Errorf("one broker runs %v", got)
 	}
 	if got := ids(ScenariosFor(TargetCascadeCluster, all, false)); !reflect.DeepEqual(got, []string{"5.idempotent", "8.transactions", "11.leader-move"}) {

@@ -166,6 +166,17 @@ func WaitTopic(ctx context.Context, c Cluster, topic string, partitions int) err
 // CommittedOffset asks node id (the group's coordinator) for group's
 // committed offset of topic's partition p (OffsetFetch), -1 when none.
 func CommittedOffset(ctx context.Context, c Cluster, id int, group, topic string, p int32) (int64, error) {
+	// From v10 on (KIP-848), OffsetFetch names topics by id.
+	md, err := c.Request(ctx, id, MetadataRequest([]string{topic}))
+	if err != nil {
+		return 0, fmt.Errorf("node %d: %w", id, err)
+	}
+	var topicID [16]byte
+	for _, t := range md.(*kmsg.MetadataResponse).Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			topicID = t.TopicID
+		}
+	}
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group
 	rt := kmsg.NewOffsetFetchRequestTopic()
@@ -175,7 +186,7 @@ func CommittedOffset(ctx context.Context, c Cluster, id int, group, topic string
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = group
 	gt := kmsg.NewOffsetFetchRequestGroupTopic()
-	gt.Topic, gt.Partitions = topic, []int32{p}
+	gt.Topic, gt.TopicID, gt.Partitions = topic, topicID, []int32{p}
 	rg.Topics = append(rg.Topics, gt)
 	req.Groups = append(req.Groups, rg)
 	resp, err := c.Request(ctx, id, req)
@@ -201,7 +212,7 @@ func CommittedOffset(ctx context.Context, c Cluster, id int, group, topic string
 		}
 		for _, t := range g.Topics {
 			for _, tp := range t.Partitions {
-				if t.Topic == topic && tp.Partition == p {
+				if (t.Topic == topic || t.TopicID == topicID) && tp.Partition == p {
 					offset = tp.Offset
 					if tp.ErrorCode != 0 {
 						code = tp.ErrorCode
