@@ -256,3 +256,33 @@ func WaitPreferredLeaders(ctx context.Context, c Cluster) error {
 		return nil
 	})
 }
+
+// LogEnd returns the log end offset of topic's partition p (ListOffsets
+// latest, read_uncommitted: the high watermark) as its leader answers.
+func LogEnd(ctx context.Context, c Cluster, topic string, p int32) (int64, error) {
+	leader, err := Leader(ctx, c, topic, p)
+	if err != nil {
+		return 0, err
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = p, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.Request(ctx, leader, req)
+	if err != nil {
+		return 0, fmt.Errorf("node %d: %w", leader, err)
+	}
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, tp := range t.Partitions {
+			if err := kerr.ErrorForCode(tp.ErrorCode); err != nil {
+				return 0, fmt.Errorf("node %d: %s/%d: %w", leader, topic, p, err)
+			}
+			return tp.Offset, nil
+		}
+	}
+	return 0, fmt.Errorf("node %d: no %s/%d in the ListOffsets answer", leader, topic, p)
+}
