@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -191,30 +190,6 @@ func describeCluster(ctx context.Context, c cluster.Cluster, l labels, id int) (
 	return a, nil
 }
 
-// javaStringHash is Java's String.hashCode: s*31^(n-1) + ... over the
-// string's UTF-16 code units.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
-	}
-	return h
-}
-
-// offsetsPartition is the __consumer_offsets partition of a group, as
-// Kafka's GroupCoordinatorService.partitionFor computes it:
-// Utils.abs(groupId.hashCode()) % partitions, where Utils.abs maps
-// Integer.MIN_VALUE to 0.
-func offsetsPartition(group string, partitions int32) int32 {
-	h := javaStringHash(group)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % partitions
-}
-
 func TestOffsetsPartitionIsKafkas(t *testing.T) {
 	for _, tc := range []struct {
 		s    string
@@ -227,14 +202,14 @@ func TestOffsetsPartitionIsKafkas(t *testing.T) {
 		{"polygenelubricants", -1 << 31}, // Integer.MIN_VALUE: Utils.abs maps it to 0.
 		{"\U0001F600", 1772899},          // One code point, two UTF-16 units: 0xD83D*31 + 0xDE00.
 	} {
-		if got := javaStringHash(tc.s); got != tc.hash {
-			t.Errorf("javaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
+		if got := cluster.JavaStringHash(tc.s); got != tc.hash {
+			t.Errorf("cluster.JavaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
 		}
 	}
-	if p := offsetsPartition("polygenelubricants", 50); p != 0 {
+	if p := cluster.CoordinatorPartition("polygenelubricants", 50); p != 0 {
 		t.Errorf("partition of a MIN_VALUE hash = %d, want 0", p)
 	}
-	if p := offsetsPartition("hello", 50); p != 99162322%50 {
+	if p := cluster.CoordinatorPartition("hello", 50); p != 99162322%50 {
 		t.Errorf("partition of hello = %d", p)
 	}
 }

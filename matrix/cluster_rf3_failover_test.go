@@ -493,7 +493,7 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 		return round, err
 	}
 	round.ready = time.Since(round.restart)
-	if err := waitInEveryISR(wctx, c, round.victim); err != nil {
+	if err := cluster.WaitInEveryISR(wctx, c, round.victim); err != nil {
 		return round, fmt.Errorf("restarted node %d: %w", round.victim, err)
 	}
 	round.isr = time.Since(round.restart)
@@ -501,27 +501,6 @@ func rf3KillLeader(ctx context.Context, t *testing.T, c cluster.Cluster, active 
 		r, round.victim, rf3Topic, round.partition, round.epoch, ctl, round.leader.Round(time.Millisecond),
 		round.ready.Round(time.Millisecond), round.isr.Round(time.Millisecond))
 	return round, nil
-}
-
-// waitInEveryISR waits until every live broker's Metadata shows node id
-// in the ISR of every partition, of every topic, that it is a replica of.
-func waitInEveryISR(ctx context.Context, c cluster.Cluster, id int) error {
-	return cluster.Poll(ctx, cluster.PollInterval, func() error {
-		for _, b := range cluster.LiveBrokers(c) {
-			md, err := metadataOn(ctx, c, b, nil)
-			if err != nil {
-				return fmt.Errorf("node %d: %w", b, err)
-			}
-			for _, tp := range md.Topics {
-				for _, p := range tp.Partitions {
-					if slices.Contains(p.Replicas, int32(id)) && !slices.Contains(p.ISR, int32(id)) {
-						return fmt.Errorf("node %d: %s/%d ISR %v lacks %d", b, *tp.Topic, p.Partition, p.ISR, id)
-					}
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // rf3TwoDownHold is how long two of the three nodes stay down.

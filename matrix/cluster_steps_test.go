@@ -448,7 +448,7 @@ func stepFindCoordinator(ctx context.Context, t *testing.T, r *clusterRun) (any,
 		}
 		var out []answer
 		for _, co := range resp.(*kmsg.FindCoordinatorResponse).Coordinators {
-			p := offsetsPartition(co.Key, int32(len(ot.Partitions)))
+			p := cluster.CoordinatorPartition(co.Key, int32(len(ot.Partitions)))
 			a := answer{Group: co.Key, Error: codeName(co.ErrorCode), Partition: p, IsPartitionLeader: fmt.Sprint(co.NodeID) == leaders[p]}
 			a.AddressOfTheLeader = brokerOf(r.c, idLabels, co.NodeID, co.Host, co.Port, nil).PortIsListener
 			if !a.IsPartitionLeader {

@@ -67,6 +67,14 @@ type Scenario struct {
 	// of several clients rebalancing within a session timeout), which a
 	// loaded machine would stretch past the window on any broker.
 	Solo bool
+	// Peers, when set for a Pair scenario, chooses the consumers that read
+	// a producing client's cell among the run's clients (by default every
+	// one of them).
+	Peers func(client string, clients []string) []string
+	// Cluster scenarios run only on the cluster targets
+	// (IsClusterTarget): they need several brokers, and the fault ones
+	// stop and start nodes (Env.Cluster).
+	Cluster bool
 }
 
 // Env is what scenarios share within one target run.
@@ -76,12 +84,19 @@ type Env struct {
 	// Bootstrap is the target's address.
 	Bootstrap string
 
+	// cluster is the running cluster of a cluster target (SetCluster),
+	// nil on one broker.
+	cluster ClusterInstance
+
 	runID   string
 	history *History
 	// clients are the clients selected for the run, for scenarios that
 	// bring in other clients (mixedPeers).
 	clients []string
 
+	// variantMu guards the variant fields, apart from mu: starting a
+	// variant cluster takes a minute, and other cells go on meanwhile.
+	variantMu    sync.Mutex
 	variantStart func(ctx context.Context) (Instance, error)
 	variant      Instance
 	variantErr   error
@@ -148,12 +163,17 @@ func (e *Env) OpenKillable(ctx context.Context, client string) (driver.Driver, d
 	return Record(d, e.history, name), k, nil
 }
 
+// variantStartTimeout bounds the start of a variant instance: a second
+// three-node Apache Kafka cluster beside the first takes up to a minute on
+// two loaded cores.
+const variantStartTimeout = 3 * time.Minute
+
 // SetVariant gives the Env a way to start the target's variant instance
 // (the same target with VariantOverrides), started on first use by
 // Variant and stopped by StopVariant.
 func (e *Env) SetVariant(start func(ctx context.Context) (Instance, error)) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.variantMu.Lock()
+	defer e.variantMu.Unlock()
 	e.variantStart = start
 }
 
@@ -161,8 +181,8 @@ func (e *Env) SetVariant(start func(ctx context.Context) (Instance, error)) {
 // starting it on first use; without SetVariant, or when the target cannot
 // be started with other settings, the error wraps ErrTargetUnavailable.
 func (e *Env) Variant(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.variantMu.Lock()
+	defer e.variantMu.Unlock()
 	if e.variant != nil {
 		return e.variant.Bootstrap(), nil
 	}
@@ -173,7 +193,11 @@ func (e *Env) Variant(ctx context.Context) (string, error) {
 		e.variantErr = fmt.Errorf("%w: %s: no variant instance (Env.SetVariant) in this run", ErrTargetUnavailable, e.Target)
 		return "", e.variantErr
 	}
-	inst, err := e.variantStart(ctx)
+	// The start outlives the cell that asked first (its context ends
+	// with it); the cells after it share the instance.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), variantStartTimeout)
+	defer cancel()
+	inst, err := e.variantStart(sctx)
 	if err != nil {
 		e.variantErr = fmt.Errorf("start the %s variant (%v): %w", e.Target, VariantOverrides, err)
 		return "", e.variantErr
@@ -184,8 +208,8 @@ func (e *Env) Variant(ctx context.Context) (string, error) {
 
 // StopVariant stops the variant instance if Variant started one.
 func (e *Env) StopVariant() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.variantMu.Lock()
+	defer e.variantMu.Unlock()
 	if e.variant == nil {
 		return nil
 	}
@@ -212,6 +236,43 @@ func (e *Env) OpenOn(ctx context.Context, client, bootstrap string) (driver.Driv
 	e.mu.Unlock()
 	return Record(d, e.history, name), nil
 }
+
+// SetCluster tells the Env that its target is the cluster c: scenarios
+// create topics of ClusterNodes replicas (ReplicationFactor) and the
+// cluster scenarios reach its nodes (Cluster).
+func (e *Env) SetCluster(c ClusterInstance) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cluster = c
+}
+
+// Cluster returns the target's cluster, or nil when the target is one
+// broker (or an external cluster the matrix cannot control).
+func (e *Env) Cluster() ClusterInstance {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cluster
+}
+
+// Brokers is how many brokers the target has: ClusterNodes on a cluster
+// target, else 1.
+func (e *Env) Brokers() int {
+	if e.Cluster() != nil {
+		return ClusterNodes
+	}
+	return 1
+}
+
+// ReplicationFactor is the replication factor of the scenarios' topics:
+// every broker of the target holds a replica (three on a cluster target,
+// as its default.replication.factor says), so that leader moves and
+// acks=all with min.insync.replicas=2 are exercised by every cell.
+func (e *Env) ReplicationFactor() int16 { return int16(e.Brokers()) }
+
+// Seeds returns the bootstrap address split into its host:port entries,
+// for the clients the scenarios open themselves (kgo.SeedBrokers takes
+// one address per argument).
+func (e *Env) Seeds() []string { return splitList(e.Bootstrap, "") }
 
 // NewEnv returns an Env for one target run.
 func NewEnv(target, bootstrap string) *Env {
@@ -300,7 +361,11 @@ func Run(ctx context.Context, e *Env, clients []string, scenarios []Scenario, h 
 				plan = append(plan, plannedCell{s: s, client: c, run: func(ctx context.Context) (string, error) { return s.Run(ctx, e, d) }})
 				continue
 			}
-			for _, p := range clients {
+			peers := clients
+			if s.Peers != nil {
+				peers = s.Peers(c, clients)
+			}
+			for _, p := range peers {
 				prod, cons := drivers[c], drivers[p]
 				plan = append(plan, plannedCell{s: s, client: c, peer: p, run: func(ctx context.Context) (string, error) { return s.Pair(ctx, e, prod, cons) }})
 			}

@@ -51,17 +51,22 @@ func TestMatrix(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	scenarios := matrix.SelectScenarios(matrix.Catalogue())
+	selected := matrix.SelectScenarios(matrix.Catalogue())
 	parallel, err := matrix.SelectedParallel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullOnClusters, err := matrix.SelectedClusterCatalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "matrix: targets %v, clients %v, %d cells at once, report in %s\n", targets, clients, parallel, dir)
 
 	var reports []matrix.TargetReport
-	oracle := map[string]matrix.Cell{}
-	haveOracle := false
+	// oracles holds each oracle target's cells by key, once it ran.
+	oracles := map[string]map[string]matrix.Cell{}
 	for _, target := range targets {
+		scenarios := matrix.ScenariosFor(target, selected, fullOnClusters)
 		rep := matrix.TargetReport{Target: target, Cells: []matrix.Cell{}}
 		start := time.Now()
 		inst, err := matrix.StartTarget(ctx, t, target)
@@ -81,6 +86,9 @@ func TestMatrix(t *testing.T) {
 		}
 		env := matrix.NewEnv(target, inst.Bootstrap())
 		env.Parallel = parallel
+		if ci, ok := inst.(matrix.ClusterInstance); ok {
+			env.SetCluster(ci)
+		}
 		if target != matrix.TargetExternal {
 			target := target
 			env.SetVariant(func(ctx context.Context) (matrix.Instance, error) {
@@ -92,7 +100,9 @@ func TestMatrix(t *testing.T) {
 				return v, err
 			})
 		}
+		cellsStart := time.Now()
 		rep.Cells, rep.Clients = matrix.Run(ctx, env, clients, scenarios, h, os.Stderr)
+		fmt.Fprintf(os.Stderr, "matrix: %s: %d cells in %v (started in %v before)\n", target, len(rep.Cells), time.Since(cellsStart).Round(time.Second), cellsStart.Sub(start).Round(time.Second))
 		if err := env.StopVariant(); err != nil {
 			t.Errorf("stop the %s variant: %v", target, err)
 		}
@@ -105,25 +115,30 @@ func TestMatrix(t *testing.T) {
 		}
 		reports = append(reports, rep)
 
-		for _, c := range rep.Cells {
-			if target == matrix.TargetApacheKafka {
-				haveOracle = true
-				oracle[c.Key()] = c
+		oracleName := matrix.OracleOf(target)
+		if oracleName == "" {
+			ref := map[string]matrix.Cell{}
+			for _, c := range rep.Cells {
+				ref[c.Key()] = c
 				if c.Status == matrix.StatusFail {
-					t.Errorf("%s: %s %s%s fails on Apache Kafka (the scenario or the driver is wrong): %s", target, c.Scenario, c.Client, peer(c), c.Detail)
+					t.Errorf("%s: %s %s%s fails on the oracle (the scenario or the driver is wrong): %s", target, c.Scenario, c.Client, peer(c), c.Detail)
 				}
-				continue
 			}
+			oracles[target] = ref
+			continue
+		}
+		oracle, haveOracle := oracles[oracleName]
+		for _, c := range rep.Cells {
 			if c.Status != matrix.StatusFail {
 				continue
 			}
 			if o, ok := oracle[c.Key()]; ok && o.Status != matrix.StatusPass {
-				t.Logf("%s: %s %s%s fails here and on Apache Kafka (%s): %s", target, c.Scenario, c.Client, peer(c), o.Status, c.Detail)
+				t.Logf("%s: %s %s%s fails here and on %s (%s): %s", target, c.Scenario, c.Client, peer(c), oracleName, o.Status, c.Detail)
 				continue
 			}
-			what := "passes on Apache Kafka"
+			what := "passes on " + oracleName
 			if !haveOracle {
-				what = "no oracle selected"
+				what = "its oracle " + oracleName + " was not selected"
 			}
 			t.Errorf("%s: %s %s%s fails (%s): %s", target, c.Scenario, c.Client, peer(c), what, c.Detail)
 		}
@@ -170,7 +185,7 @@ func summary(reports []matrix.TargetReport) {
 		for _, c := range r.Cells {
 			n[c.Status]++
 		}
-		fmt.Fprintf(os.Stderr, "matrix: %-13s %4d pass %4d fail %4d unsupported %4d client-fault  %s\n", r.Target, n[matrix.StatusPass], n[matrix.StatusFail], n[matrix.StatusUnsupported], n[matrix.StatusClientFault], r.BrokerVersion)
+		fmt.Fprintf(os.Stderr, "matrix: %-20s %4d pass %4d fail %4d unsupported %4d client-fault  %s\n", r.Target, n[matrix.StatusPass], n[matrix.StatusFail], n[matrix.StatusUnsupported], n[matrix.StatusClientFault], r.BrokerVersion)
 	}
-	fmt.Fprintf(os.Stderr, "matrix: %d differences from Apache Kafka\n", len(matrix.Differences(reports)))
+	fmt.Fprintf(os.Stderr, "matrix: %d differences from the oracles (each target beside its own: apache-kafka, apache-kafka-cluster)\n", len(matrix.Differences(reports)))
 }

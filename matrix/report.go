@@ -20,38 +20,41 @@ type TargetReport struct {
 	Cells         []Cell            `json:"cells"`
 }
 
-// Difference is a cell whose status differs between the oracle (Apache
-// Kafka) and another target.
+// Difference is a cell whose status differs between a target and its
+// oracle (OracleOf: Apache Kafka, or the Apache Kafka cluster for the
+// Cascade cluster).
 type Difference struct {
 	Key          string
 	Scenario     string
 	Client, Peer string
 	Target       string
+	Oracle       string
 	OracleStatus string
 	TargetStatus string
 	OracleDetail string
 	TargetDetail string
 }
 
-// Differences lists cells whose status differs from the apache-kafka
-// report, for every other report. Without an apache-kafka report it is empty.
+// Differences lists, for every report whose oracle (OracleOf) is among the
+// reports, the cells whose status differs from the oracle's. A target
+// whose oracle did not run has none.
 func Differences(reports []TargetReport) []Difference {
-	var oracle *TargetReport
-	for i := range reports {
-		if reports[i].Target == TargetApacheKafka {
-			oracle = &reports[i]
+	refs := map[string]map[string]Cell{}
+	for _, r := range reports {
+		if OracleOf(r.Target) != "" {
+			continue
 		}
-	}
-	if oracle == nil {
-		return nil
-	}
-	ref := map[string]Cell{}
-	for _, c := range oracle.Cells {
-		ref[c.Key()] = c
+		ref := map[string]Cell{}
+		for _, c := range r.Cells {
+			ref[c.Key()] = c
+		}
+		refs[r.Target] = ref
 	}
 	var out []Difference
 	for _, r := range reports {
-		if r.Target == TargetApacheKafka {
+		oracle := OracleOf(r.Target)
+		ref, ok := refs[oracle]
+		if !ok {
 			continue
 		}
 		for _, c := range r.Cells {
@@ -60,7 +63,7 @@ func Differences(reports []TargetReport) []Difference {
 				continue
 			}
 			out = append(out, Difference{Key: c.Key(), Scenario: c.Scenario, Client: c.Client, Peer: c.Peer,
-				Target: r.Target, OracleStatus: o.Status, TargetStatus: c.Status, OracleDetail: o.Detail, TargetDetail: c.Detail})
+				Target: r.Target, Oracle: oracle, OracleStatus: o.Status, TargetStatus: c.Status, OracleDetail: o.Detail, TargetDetail: c.Detail})
 		}
 	}
 	return out
@@ -126,6 +129,14 @@ func rowLabel(row string) string {
 	return s + " → read by " + peer
 }
 
+// oracleName names an oracle target in a report's headings.
+func oracleName(oracle string) string {
+	if oracle == TargetApacheKafkaCluster {
+		return "the Apache Kafka cluster"
+	}
+	return "Apache Kafka"
+}
+
 // clientTiming reports a pass on one target and a client-fault on the
 // other: a known client defect that depends on the client's own timing
 // (such as what its prefetch queue holds when it closes), not a broker
@@ -167,14 +178,15 @@ func Markdown(r TargetReport, diffs []Difference) string {
 			mine = append(mine, d)
 		}
 	}
-	if r.Target != TargetApacheKafka {
+	if oracle := OracleOf(r.Target); oracle != "" {
+		name := oracleName(oracle)
 		if len(mine) == 0 {
-			b.WriteString("No differences from Apache Kafka.\n\n")
+			fmt.Fprintf(&b, "No differences from %s.\n\n", name)
 		} else {
-			fmt.Fprintf(&b, "## Differences from Apache Kafka (%d)\n\n", len(mine))
+			fmt.Fprintf(&b, "## Differences from %s (%d)\n\n", name, len(mine))
 			for _, d := range mine {
-				fmt.Fprintf(&b, "- `%s` %s: Apache Kafka %s, %s %s: %s\n", rowLabel(d.Scenario+"|"+d.Peer), d.Client,
-					d.OracleStatus, r.Target, d.TargetStatus, mdEscape(firstLine(d.TargetDetail, 300)))
+				fmt.Fprintf(&b, "- `%s` %s: %s %s, %s %s: %s\n", rowLabel(d.Scenario+"|"+d.Peer), d.Client,
+					d.Oracle, d.OracleStatus, r.Target, d.TargetStatus, mdEscape(firstLine(d.TargetDetail, 300)))
 			}
 			b.WriteString("\n")
 		}
@@ -254,9 +266,9 @@ td.cell{cursor:pointer;white-space:nowrap}td.diff{outline:3px solid #d08000;outl
 	} else {
 		b.WriteString("<ul class=\"diffs\">")
 		for _, d := range diffs {
-			fmt.Fprintf(&b, "<li><code>%s</code> %s on <b>%s</b>: Apache Kafka %s, %s %s — %s</li>",
+			fmt.Fprintf(&b, "<li><code>%s</code> %s on <b>%s</b>: %s %s, %s %s — %s</li>",
 				html.EscapeString(rowLabel(d.Scenario+"|"+d.Peer)), html.EscapeString(d.Client), html.EscapeString(d.Target),
-				d.OracleStatus, html.EscapeString(d.Target), d.TargetStatus, html.EscapeString(firstLine(d.TargetDetail, 400)))
+				html.EscapeString(d.Oracle), d.OracleStatus, html.EscapeString(d.Target), d.TargetStatus, html.EscapeString(firstLine(d.TargetDetail, 400)))
 		}
 		b.WriteString("</ul>")
 	}

@@ -33,10 +33,10 @@ var adminScenario = Scenario{
 	Title: "create/describe/delete topics, add partitions, describe/alter configs",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("admin-" + d.Client())
-		if err := createTopic(ctx, d, topic, 3, map[string]string{"retention.ms": "3600000"}); err != nil {
+		if err := createTopic(ctx, e, d, topic, 3, map[string]string{"retention.ms": "3600000"}); err != nil {
 			return "", err
 		}
-		err := d.CreateTopic(ctx, driver.CreateTopic{Topic: topic, Partitions: 3, ReplicationFactor: 1})
+		err := d.CreateTopic(ctx, driver.CreateTopic{Topic: topic, Partitions: 3, ReplicationFactor: e.ReplicationFactor()})
 		if err := expectCode("creating an existing topic", err, "TOPIC_ALREADY_EXISTS"); err != nil {
 			return "", err
 		}
@@ -53,7 +53,7 @@ var adminScenario = Scenario{
 		if err := expectCode("shrinking to 2 partitions", err, "INVALID_PARTITIONS"); err != nil {
 			return "", err
 		}
-		cfg, err := d.DescribeConfigs(ctx, topic)
+		cfg, err := describeConfigs(ctx, d, topic)
 		if err != nil {
 			return "", fmt.Errorf("describe configs: %w", err)
 		}
@@ -72,7 +72,7 @@ var adminScenario = Scenario{
 		if err := expectCode("altering retention.ms to not-a-number", err, "INVALID_CONFIG"); err != nil {
 			return "", err
 		}
-		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("badcfg"), Partitions: 1, ReplicationFactor: 1,
+		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("badcfg"), Partitions: 1, ReplicationFactor: e.ReplicationFactor(),
 			Configs: map[string]string{"cleanup.policy": "sometimes"}})
 		if err := expectCode("creating a topic with cleanup.policy=sometimes", err, "INVALID_CONFIG"); err != nil {
 			return "", err
@@ -105,6 +105,19 @@ func expectPartitions(ctx context.Context, d driver.Driver, topic string, want i
 		}
 	}
 	return last
+}
+
+// describeConfigs describes topic's configs, asking again while the
+// answer is UNKNOWN_TOPIC_OR_PARTITION: on a cluster, the broker the
+// client asks may not have the topic's metadata yet (Kafka propagates it
+// to each broker asynchronously).
+func describeConfigs(ctx context.Context, d driver.Driver, topic string) (map[string]string, error) {
+	for {
+		cfg, err := d.DescribeConfigs(ctx, topic)
+		if driver.Code(err) != "UNKNOWN_TOPIC_OR_PARTITION" || !sleepCtx(ctx, 100*time.Millisecond) {
+			return cfg, err
+		}
+	}
 }
 
 func waitConfig(ctx context.Context, d driver.Driver, topic, key, want string) error {
@@ -178,19 +191,25 @@ var errorsScenario = Scenario{
 		if err := expectCode("describe a missing topic", err, "UNKNOWN_TOPIC_OR_PARTITION"); err != nil {
 			return "", err
 		}
-		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("zero"), Partitions: 0, ReplicationFactor: 1})
+		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("zero"), Partitions: 0, ReplicationFactor: e.ReplicationFactor()})
 		if err := expectCode("create with 0 partitions", err, "INVALID_PARTITIONS"); err != nil {
 			return "", err
 		}
-		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("rf3"), Partitions: 1, ReplicationFactor: 3})
-		if err := expectCode("create with replication factor 3 on one broker", err, "INVALID_REPLICATION_FACTOR"); err != nil {
+		// A replication factor above the broker count: 3 on one broker;
+		// on a cluster target, whose three brokers take 3, one more.
+		rf := int16(3)
+		if e.Brokers() >= 3 {
+			rf = int16(e.Brokers() + 1)
+		}
+		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: e.Topic("rf-too-big"), Partitions: 1, ReplicationFactor: rf})
+		if err := expectCode(fmt.Sprintf("create with replication factor %d on %d brokers", rf, e.Brokers()), err, "INVALID_REPLICATION_FACTOR"); err != nil {
 			return "", err
 		}
-		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: "bad/name", Partitions: 1, ReplicationFactor: 1})
+		err = d.CreateTopic(ctx, driver.CreateTopic{Topic: "bad/name", Partitions: 1, ReplicationFactor: e.ReplicationFactor()})
 		if err := expectCode("create topic bad/name", err, "INVALID_TOPIC_EXCEPTION"); err != nil {
 			return "", err
 		}
-		return "unknown topic, 0 partitions, replication factor 3, illegal name: expected errors", nil
+		return "unknown topic, 0 partitions, replication factor above the broker count, illegal name: expected errors", nil
 	},
 	Timeout: 60 * time.Second,
 }
@@ -214,7 +233,11 @@ func Catalogue() []Scenario {
 	s = append(s, groupScenarios()...)
 	s = append(s, transactionsScenario, transformScenario, fencingScenario, compactionScenario, retentionScenario, autoCreateScenario, versionsScenario, errorsScenario, unknownGroupScenario)
 	s = append(s, aclScenarios()...)
-	return s
+	for _, c := range ClusterScenarios() {
+		c.Cluster = true
+		s = append(s, c)
+	}
+	return append(s, ClusterFaultScenarios()...)
 }
 
 // BrokerOverrides are the server.properties entries every started target

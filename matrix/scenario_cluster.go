@@ -37,7 +37,7 @@ func ClusterScenarios() []Scenario {
 // partition with acks=all, and returns the topic and the records.
 func clusterTopic(ctx context.Context, e *Env, d driver.Driver, name string) (string, []driver.Record, error) {
 	topic := e.Topic(ClusterTopicPrefix + name + "-" + d.Client())
-	if err := createTopic(ctx, d, topic, ClusterPartitions, nil); err != nil {
+	if err := createTopicRF(ctx, d, topic, ClusterPartitions, 1, nil); err != nil {
 		return "", nil, err
 	}
 	var recs []driver.Record

@@ -43,7 +43,7 @@ var compactionScenario = Scenario{
 		// compacted log would look like lost writes to the checkers.
 		ctx = WithoutHistory(ctx)
 		topic := e.Topic("compaction-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, compactionConfigs); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, compactionConfigs); err != nil {
 			return "", err
 		}
 		var recs []driver.Record

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 	"github.com/cascade-kafka/cascade/matrix/driver"
 )
 
@@ -132,8 +133,24 @@ func consumeN(ctx context.Context, d driver.Driver, topic string, partition int3
 	return res.Records[:n], nil
 }
 
-func createTopic(ctx context.Context, d driver.Driver, topic string, partitions int32, configs map[string]string) error {
-	if err := d.CreateTopic(ctx, driver.CreateTopic{Topic: topic, Partitions: partitions, ReplicationFactor: 1, Configs: configs}); err != nil {
+// createTopic creates a topic of e.ReplicationFactor replicas through d
+// and, on a cluster target, waits until every broker knows it, so that
+// the cell sees the same topic whichever broker its client asks.
+func createTopic(ctx context.Context, e *Env, d driver.Driver, topic string, partitions int32, configs map[string]string) error {
+	if err := createTopicRF(ctx, d, topic, partitions, e.ReplicationFactor(), configs); err != nil {
+		return err
+	}
+	if ci := e.Cluster(); ci != nil && partitions > 0 {
+		if err := cluster.WaitTopic(ctx, ci.Cluster(), topic, int(partitions)); err != nil {
+			return fmt.Errorf("created topic %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// createTopicRF creates a topic of rf replicas through d.
+func createTopicRF(ctx context.Context, d driver.Driver, topic string, partitions int32, rf int16, configs map[string]string) error {
+	if err := d.CreateTopic(ctx, driver.CreateTopic{Topic: topic, Partitions: partitions, ReplicationFactor: rf, Configs: configs}); err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return nil
@@ -147,7 +164,7 @@ func codecScenario(codec string) Scenario {
 		Title: "produce and consume every record shape with compression " + codec,
 		Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 			topic := e.Topic("codec-" + codec + "-" + d.Client())
-			if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+			if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 				return "", err
 			}
 			recs := shapes(topic)
@@ -190,7 +207,7 @@ var nullHeaderScenario = Scenario{
 	Title: "a header with a null value is read back null, distinct from empty",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("nullheader-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 			return "", err
 		}
 		var recs []driver.Record
@@ -266,7 +283,7 @@ var maxMessageScenario = Scenario{
 	Title: "a record at max.message.bytes passes, one byte above fails",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("maxbytes-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, map[string]string{"max.message.bytes": fmt.Sprint(maxMessageBytes)}); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, map[string]string{"max.message.bytes": fmt.Sprint(maxMessageBytes)}); err != nil {
 			return "", err
 		}
 		n := valueLenForBatch(maxMessageBytes)
@@ -322,7 +339,7 @@ var crossScenario = Scenario{
 	Pair: func(ctx context.Context, e *Env, prod, cons driver.Driver) (string, error) {
 		v, err := e.Memo("cross/"+prod.Client(), func() (any, error) {
 			topic := e.Topic("cross-" + prod.Client())
-			if err := createTopic(ctx, prod, topic, 1, nil); err != nil {
+			if err := createTopic(ctx, e, prod, topic, 1, nil); err != nil {
 				return nil, err
 			}
 			ps := &producedSet{topic: topic, nullHeader: true}
@@ -400,7 +417,7 @@ var partitionScenario = Scenario{
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		const parts = 12
 		topic := e.Topic("keys-" + d.Client())
-		if err := createTopic(ctx, d, topic, parts, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, parts, nil); err != nil {
 			return "", err
 		}
 		var recs []driver.Record

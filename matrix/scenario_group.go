@@ -16,7 +16,7 @@ const groupRecords = 20
 // alternately to partitions 0 and 1.
 func groupTopic(ctx context.Context, e *Env, d driver.Driver, name string) (string, error) {
 	topic := e.Topic(name + "-" + d.Client())
-	if err := createTopic(ctx, d, topic, 2, nil); err != nil {
+	if err := createTopic(ctx, e, d, topic, 2, nil); err != nil {
 		return "", err
 	}
 	recs := make([]driver.Record, groupRecords)

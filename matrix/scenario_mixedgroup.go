@@ -222,7 +222,7 @@ func mixedGroupRun(ctx context.Context, e *Env, d driver.Driver) (string, error)
 		return "", err
 	}
 	defer prod.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Seeds()...))
 	if err != nil {
 		return "", fmt.Errorf("observer client: %w", err)
 	}
@@ -230,7 +230,7 @@ func mixedGroupRun(ctx context.Context, e *Env, d driver.Driver) (string, error)
 	adm := kadm.NewClient(cl)
 
 	topic := e.Topic("mixed-group-" + d.Client())
-	if err := createTopic(ctx, d, topic, mixedPartitions, nil); err != nil {
+	if err := createTopic(ctx, e, d, topic, mixedPartitions, nil); err != nil {
 		return "", err
 	}
 	group := topic + "-g"

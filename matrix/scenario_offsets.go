@@ -16,7 +16,7 @@ func acksScenario(id string, req driver.Produce) Scenario {
 		Title: "order per partition with " + id,
 		Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 			topic := e.Topic("acks-" + id + "-" + d.Client())
-			if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+			if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 				return "", err
 			}
 			const n = 300
@@ -55,7 +55,7 @@ func acksScenario(id string, req driver.Produce) Scenario {
 // topic and returns its name.
 func offsetsTopic(ctx context.Context, e *Env, d driver.Driver, name string) (string, error) {
 	topic := e.Topic(name + "-" + d.Client())
-	if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+	if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 		return "", err
 	}
 	recs := make([]driver.Record, 10)
@@ -190,7 +190,7 @@ var emptyAndPastEndScenario = Scenario{
 	Title: "reading an empty partition, at the end, and past the end with reset none/earliest/latest",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("edges-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 			return "", err
 		}
 		waitNothing := func(ctx context.Context, what string, req driver.Consume) error {

@@ -16,34 +16,35 @@ const lostAnswerToxicType = "matrix_lost_produce_answer"
 
 func init() {
 	proxy.Register(lostAnswerToxicType, func() any {
-		return &lostAnswerToxic{Match: proxy.Match{APIKey: 0}, Trigger: proxy.Trigger{Trigger: "once"}}
+		return &countingToxic{Match: proxy.Match{APIKey: 0}, Trigger: proxy.Trigger{Trigger: "once"}, drop: true}
 	})
 }
 
-// lostAnswerToxic forwards a Produce request and cuts the connection when
-// its answer arrives (proxy.Action.DropResponse): the broker applied the
-// batch, the client never learns so and retries it. It counts its firings
-// in the counter named by its attributes, so the cell knows the fault
-// happened.
-type lostAnswerToxic struct {
+// countingToxic counts the requests it acts on in the counter named by its
+// attributes, so that a cell knows how often the fault happened or which
+// broker a request went to; the lost-answer toxic also drops the answer
+// (proxy.Action.DropResponse) of the Produce request: the broker applied
+// the batch, the client never learns so and retries it.
+type countingToxic struct {
 	proxy.Match
 	proxy.Trigger
 	Counter string `json:"counter"`
+	drop    bool
 }
 
 var (
-	lostAnswersMu sync.Mutex
-	lostAnswers   = map[string]int{}
+	toxicCountsMu sync.Mutex
+	toxicCounts   = map[string]int{}
 )
 
-// Act drops the answer of r and counts it.
-func (t *lostAnswerToxic) Act(r *proxy.Request) proxy.Action {
-	lostAnswersMu.Lock()
-	if _, ok := lostAnswers[t.Counter]; ok {
-		lostAnswers[t.Counter]++
+// Act counts r and drops its answer or forwards it.
+func (t *countingToxic) Act(r *proxy.Request) proxy.Action {
+	toxicCountsMu.Lock()
+	if _, ok := toxicCounts[t.Counter]; ok {
+		toxicCounts[t.Counter]++
 	}
-	lostAnswersMu.Unlock()
-	return proxy.Action{DropResponse: true}
+	toxicCountsMu.Unlock()
+	return proxy.Action{DropResponse: t.drop}
 }
 
 // proxied puts faults/proxy in front of the target (the bootstrap address
@@ -59,7 +60,7 @@ func proxied(ctx context.Context, e *Env, name string, spec proxy.ToxicSpec) (*p
 	g := proxy.NewGroup(proxy.Options{})
 	front := ""
 	seen := map[string]bool{}
-	for i, up := range append([]string{e.Bootstrap}, addrs...) {
+	for i, up := range append(e.Seeds(), addrs...) {
 		if seen[up] {
 			continue
 		}
@@ -93,17 +94,17 @@ var lostAnswerScenario = Scenario{
 	Title: "idempotent producer retries after a lost Produce answer: no duplicate, no reordering",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("lost-answer-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 			return "", err
 		}
-		lostAnswersMu.Lock()
+		toxicCountsMu.Lock()
 		counter := topic
-		lostAnswers[counter] = 0
-		lostAnswersMu.Unlock()
+		toxicCounts[counter] = 0
+		toxicCountsMu.Unlock()
 		defer func() {
-			lostAnswersMu.Lock()
-			delete(lostAnswers, counter)
-			lostAnswersMu.Unlock()
+			toxicCountsMu.Lock()
+			delete(toxicCounts, counter)
+			toxicCountsMu.Unlock()
 		}()
 		attrs, err := json.Marshal(map[string]any{"api_key": 0, "trigger": "once", "counter": counter})
 		if err != nil {
@@ -130,9 +131,9 @@ var lostAnswerScenario = Scenario{
 			return "", err
 		}
 		took := time.Since(start).Round(10 * time.Millisecond)
-		lostAnswersMu.Lock()
-		lost := lostAnswers[counter]
-		lostAnswersMu.Unlock()
+		toxicCountsMu.Lock()
+		lost := toxicCounts[counter]
+		toxicCountsMu.Unlock()
 		if lost != 1 {
 			return "", fmt.Errorf("the proxy lost %d Produce answers, want 1", lost)
 		}

@@ -28,7 +28,7 @@ var transactionsScenario = Scenario{
 	Title: "commit, abort, read_committed versus read_uncommitted",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("txn-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 			return "", err
 		}
 		id := topic + "-tx"
@@ -99,7 +99,7 @@ var transformScenario = Scenario{
 			return "", err
 		}
 		output := input + "-out"
-		if err := createTopic(ctx, d, output, 2, nil); err != nil {
+		if err := createTopic(ctx, e, d, output, 2, nil); err != nil {
 			return "", err
 		}
 		req := driver.Transform{Group: input + "-g", Input: input, Output: output, TransactionalID: input + "-tx",
@@ -196,7 +196,7 @@ var fencingScenario = Scenario{
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (_ string, retErr error) {
 		ctx = WithoutHistory(ctx)
 		topic := e.Topic("fence-" + d.Client())
-		if err := createTopic(ctx, d, topic, 1, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 1, nil); err != nil {
 			return "", err
 		}
 		id := topic + "-tx"

@@ -35,7 +35,7 @@ var retentionScenario = Scenario{
 	Run: func(ctx context.Context, e *Env, v driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
 		topic := e.Topic("retention-" + v.Client())
-		if err := createTopic(ctx, v, topic, 1, map[string]string{"retention.ms": "60000", "segment.ms": "100"}); err != nil {
+		if err := createTopic(ctx, e, v, topic, 1, map[string]string{"retention.ms": "60000", "segment.ms": "100"}); err != nil {
 			return "", err
 		}
 		old := time.Now().Add(-time.Hour).UnixMilli()
@@ -115,7 +115,7 @@ var maxTimestampScenario = Scenario{
 	Title: "ListOffsets max timestamp (KIP-734)",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		topic := e.Topic("maxts-" + d.Client())
-		if err := createTopic(ctx, d, topic, 2, nil); err != nil {
+		if err := createTopic(ctx, e, d, topic, 2, nil); err != nil {
 			return "", err
 		}
 		spread := []int64{3000, 1000, 5000, 2000, 4000}
@@ -174,4 +174,7 @@ var autoCreateScenario = Scenario{
 		}
 		return fmt.Sprintf("topic created with 1 partition by the produce; record read back at offset %d", dls[0].Offset), nil
 	},
+	// The first cell starts the variant: a second cluster on a cluster
+	// target (variantStartTimeout).
+	Timeout: 4 * time.Minute,
 }

@@ -85,7 +85,7 @@ func brokerVersions(ctx context.Context, e *Env) (map[int16]int16, []string, err
 		addrs []string
 	}
 	v, err := e.Memo("broker-api-versions", func() (any, error) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Seeds()...))
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +208,7 @@ var versionsScenario = Scenario{
 // versionsWorkload exercises the request types most applications send.
 func versionsWorkload(ctx context.Context, e *Env, d driver.Driver) error {
 	topic := e.Topic("versions-" + d.Client())
-	if err := createTopic(ctx, d, topic, 2, nil); err != nil {
+	if err := createTopic(ctx, e, d, topic, 2, nil); err != nil {
 		return err
 	}
 	recs := make([]driver.Record, 6)

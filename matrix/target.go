@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cascade-kafka/cascade/matrix/apachekafka"
+	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
+	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
 // Target names.
@@ -17,7 +20,33 @@ const (
 	TargetCascade     = "cascade"
 	TargetApacheKafka = "apache-kafka"
 	TargetExternal    = "external"
+	// TargetApacheKafkaCluster is three combined KRaft nodes of Apache
+	// Kafka (apachekafka.StartCluster), the oracle of TargetCascadeCluster.
+	TargetApacheKafkaCluster = "apache-kafka-cluster"
+	// TargetCascadeCluster is three cmd/cascade processes
+	// (cascadecluster.Start), judged against TargetApacheKafkaCluster.
+	TargetCascadeCluster = "cascade-cluster"
 )
+
+// OracleOf returns the target whose cells judge target's: apache-kafka for
+// the single-node targets and an external cluster, apache-kafka-cluster
+// for cascade-cluster, and "" for an oracle itself.
+func OracleOf(target string) string {
+	switch target {
+	case TargetApacheKafka, TargetApacheKafkaCluster:
+		return ""
+	case TargetCascadeCluster:
+		return TargetApacheKafkaCluster
+	default:
+		return TargetApacheKafka
+	}
+}
+
+// IsClusterTarget reports a target the matrix starts as a three-node
+// cluster.
+func IsClusterTarget(target string) bool {
+	return target == TargetApacheKafkaCluster || target == TargetCascadeCluster
+}
 
 // Instance is a running broker (or cluster) a matrix run talks to.
 type Instance interface {
@@ -27,6 +56,15 @@ type Instance interface {
 	Version() string
 	// Stop shuts the broker down; for external clusters it does nothing.
 	Stop() error
+}
+
+// ClusterInstance is a started cluster target: the instance, and the
+// cluster's nodes for the scenarios that stop, start and ask them one by
+// one (the cluster scenarios, ClusterFaultScenarios).
+type ClusterInstance interface {
+	Instance
+	// Cluster returns the running cluster.
+	Cluster() cluster.Cluster
 }
 
 // Starter starts a target's instance for one test run with the given
@@ -93,6 +131,29 @@ func StartTargetWith(ctx context.Context, t testing.TB, name string, extra map[s
 			return nil, err
 		}
 		return akInstance{b}, nil
+	case TargetApacheKafkaCluster:
+		ov["log.initial.task.delay.ms"] = "0" // As for apache-kafka, above.
+		for k, v := range ClusterOverrides {
+			ov[k] = v
+		}
+		dist, err := apachekafka.Ensure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c, err := dist.StartCluster(ctx, apachekafka.ClusterOptions{Nodes: ClusterNodes, Overrides: ov, NodeOverrides: clusterRacks()})
+		if err != nil {
+			return nil, err
+		}
+		return clusterInstance{c: c, bootstrap: c.Bootstrap(), version: c.Name() + ", 3 combined KRaft nodes"}, nil
+	case TargetCascadeCluster:
+		for k, v := range ClusterOverrides {
+			ov[k] = v
+		}
+		c, err := cascadecluster.Start(ctx, cascadecluster.Options{Nodes: ClusterNodes, Overrides: ov, NodeOverrides: clusterRacks()})
+		if err != nil {
+			return nil, err
+		}
+		return clusterInstance{c: c, bootstrap: c.Bootstrap(), version: "Cascade, 3 cmd/cascade processes"}, nil
 	case TargetExternal:
 		if len(extra) > 0 {
 			return nil, fmt.Errorf("%w: external: a cluster named by MATRIX_BOOTSTRAP cannot be started with other settings", ErrTargetUnavailable)
@@ -103,7 +164,7 @@ func StartTargetWith(ctx context.Context, t testing.TB, name string, extra map[s
 		}
 		return externalInstance(addr), nil
 	default:
-		return nil, fmt.Errorf("%w: unknown target %q (known: %s, %s, %s)", ErrTargetUnavailable, name, TargetCascade, TargetApacheKafka, TargetExternal)
+		return nil, fmt.Errorf("%w: unknown target %q (known: %s)", ErrTargetUnavailable, name, strings.Join(KnownTargets, ", "))
 	}
 }
 
@@ -113,31 +174,97 @@ func (a akInstance) Bootstrap() string { return a.b.Addr() }
 func (a akInstance) Version() string   { return "Apache Kafka " + a.b.Version() }
 func (a akInstance) Stop() error       { return a.b.Stop() }
 
+// ClusterNodes is how many nodes a cluster target has, each a broker and
+// a voter of the metadata quorum.
+const ClusterNodes = 3
+
+// ClusterOverrides are what a cluster target adds to BrokerOverrides:
+// topics of three replicas, two of which must acknowledge an acks=all
+// write; the internal topics likewise (the cluster fixtures' defaults,
+// stated here so that the matrix says what it runs); and Kafka's
+// rack-aware replica selector (KIP-392), so that a consumer that names its
+// rack is sent to that rack's replica (clusterRacks puts one node in each);
+// and the automatic preferred-leader election every second instead of
+// every 5 minutes, so that a node the cluster scenarios stopped and
+// started leads its partitions (and coordinates their groups) again
+// before the next cell.
+var ClusterOverrides = map[string]string{
+	"default.replication.factor":               "3",
+	"min.insync.replicas":                      "2",
+	"offsets.topic.replication.factor":         "3",
+	"transaction.state.log.replication.factor": "3",
+	"transaction.state.log.min.isr":            "2",
+	"replica.selector.class":                   "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+	"leader.imbalance.check.interval.seconds":  "1",
+}
+
+// ClusterRack returns node id's broker.rack on a cluster target.
+func ClusterRack(id int) string { return fmt.Sprintf("rack-%c", 'a'+id-1) }
+
+// clusterRacks puts node i of a cluster target in ClusterRack(i).
+func clusterRacks() map[int]map[string]string {
+	out := map[int]map[string]string{}
+	for id := 1; id <= ClusterNodes; id++ {
+		out[id] = map[string]string{"broker.rack": ClusterRack(id)}
+	}
+	return out
+}
+
+// clusterInstance is a started cluster target.
+type clusterInstance struct {
+	c         cluster.Cluster
+	bootstrap string
+	version   string
+}
+
+func (c clusterInstance) Bootstrap() string        { return c.bootstrap }
+func (c clusterInstance) Version() string          { return c.version }
+func (c clusterInstance) Stop() error              { return c.c.Close() }
+func (c clusterInstance) Cluster() cluster.Cluster { return c.c }
+
 type externalInstance string
 
 func (e externalInstance) Bootstrap() string { return string(e) }
 func (e externalInstance) Version() string   { return "external cluster at " + string(e) }
 func (e externalInstance) Stop() error       { return nil }
 
-// SelectedTargets returns MATRIX_TARGETS as a list, with apache-kafka (the
-// oracle) first so that the other targets' cells can be judged against it.
-// The default is "apache-kafka,cascade", plus "external" when
-// MATRIX_BOOTSTRAP is set.
+// KnownTargets are the target names StartTarget knows, oracles first.
+var KnownTargets = []string{TargetApacheKafka, TargetApacheKafkaCluster, TargetCascade, TargetCascadeCluster, TargetExternal}
+
+// DefaultTargets is MATRIX_TARGETS' default (plus external when
+// MATRIX_BOOTSTRAP is set): the single-node targets. The cluster targets
+// (ClusterTargets) run when named: their default run takes about eight
+// minutes on two cores, which beside the single-node targets (four) and
+// the package's other tests would pass go test's default 10-minute
+// timeout, so CI runs them as a go test of their own (.ci/run).
+var DefaultTargets = []string{TargetApacheKafka, TargetCascade}
+
+// ClusterTargets are the three-node targets, oracle first.
+var ClusterTargets = []string{TargetApacheKafkaCluster, TargetCascadeCluster}
+
+// SelectedTargets returns MATRIX_TARGETS as a list, with the oracles
+// (apache-kafka, then apache-kafka-cluster) first so that the other
+// targets' cells can be judged against them; the others keep their order.
+// The default is DefaultTargets, plus "external" when MATRIX_BOOTSTRAP is
+// set.
 func SelectedTargets() []string {
-	def := TargetApacheKafka + "," + TargetCascade
+	def := strings.Join(DefaultTargets, ",")
 	if os.Getenv("MATRIX_BOOTSTRAP") != "" {
 		def += "," + TargetExternal
 	}
 	ts := splitList(os.Getenv("MATRIX_TARGETS"), def)
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		if t == TargetApacheKafka {
-			out = append([]string{t}, out...)
-		} else {
-			out = append(out, t)
+	var oracles, others []string
+	for _, want := range []string{TargetApacheKafka, TargetApacheKafkaCluster} {
+		if slices.Contains(ts, want) {
+			oracles = append(oracles, want)
 		}
 	}
-	return out
+	for _, t := range ts {
+		if OracleOf(t) != "" {
+			others = append(others, t)
+		}
+	}
+	return append(oracles, others...)
 }
 
 // SelectedClients returns MATRIX_CLIENTS as a list, or def when unset.

@@ -132,6 +132,15 @@ func TestSelectedTargets(t *testing.T) {
 	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "cascade", "external"}) {
 		t.Errorf("targets %v: the oracle must come first, duplicates dropped", got)
 	}
+	t.Setenv("MATRIX_TARGETS", "cascade-cluster,cascade,apache-kafka-cluster,apache-kafka")
+	if got := SelectedTargets(); !reflect.DeepEqual(got, []string{"apache-kafka", "apache-kafka-cluster", "cascade-cluster", "cascade"}) {
+		t.Errorf("targets %v: both oracles must come first", got)
+	}
+	for target, want := range map[string]string{"cascade": "apache-kafka", "external": "apache-kafka", "cascade-cluster": "apache-kafka-cluster", "apache-kafka": "", "apache-kafka-cluster": ""} {
+		if got := OracleOf(target); got != want {
+			t.Errorf("OracleOf(%s) = %q, want %q", target, got, want)
+		}
+	}
 	t.Setenv("MATRIX_CLIENTS", "sarama")
 	if got := SelectedClients([]string{"a", "b"}); !reflect.DeepEqual(got, []string{"sarama"}) {
 		t.Errorf("clients %v", got)
@@ -641,5 +650,54 @@ func TestScheduleHoldsDrivers(t *testing.T) {
 		if top > parallel || (parallel > 1 && top < 2) {
 			t.Errorf("parallel %d: at most %d cells ran at once", parallel, top)
 		}
+	}
+}
+
+func TestClusterDifferencesJudgedByTheKafkaCluster(t *testing.T) {
+	cell := func(s, status string) Cell { return Cell{Scenario: s, Client: "a", Status: status} }
+	reps := []TargetReport{
+		{Target: TargetApacheKafka, Cells: []Cell{cell("5.x", StatusPass), cell("8.y", StatusPass)}},
+		{Target: TargetApacheKafkaCluster, Cells: []Cell{cell("5.x", StatusPass), cell("8.y", StatusUnsupported)}},
+		{Target: TargetCascade, Cells: []Cell{cell("5.x", StatusPass), cell("8.y", StatusPass)}},
+		{Target: TargetCascadeCluster, Cells: []Cell{cell("5.x", StatusFail), cell("8.y", StatusUnsupported)}},
+	}
+	diffs := Differences(reps)
+	if len(diffs) != 1 || diffs[0].Target != TargetCascadeCluster || diffs[0].Oracle != TargetApacheKafkaCluster || diffs[0].Scenario != "5.x" {
+		t.Fatalf("differences %+v, want only cascade-cluster's 5.x against apache-kafka-cluster", diffs)
+	}
+	if d := Differences([]TargetReport{reps[0], reps[3]}); d != nil {
+		t.Errorf("cascade-cluster judged without its oracle: %+v", d)
+	}
+	md := Markdown(reps[3], diffs)
+	if !strings.Contains(md, "## Differences from the Apache Kafka cluster (1)") || !strings.Contains(md, "apache-kafka-cluster pass, cascade-cluster fail") {
+		t.Errorf("cascade-cluster.md:\n%s", md)
+	}
+	page := HTML(reps, diffs)
+	if !strings.Contains(page, "<th>apache-kafka</th><th>apache-kafka-cluster</th><th>cascade</th><th>cascade-cluster</th>") {
+		t.Error("index.html lacks the cluster targets' columns beside the single-node ones")
+	}
+}
+
+func TestScenariosFor(t *testing.T) {
+	all := []Scenario{{ID: "2.codec/none"}, {ID: "5.idempotent"}, {ID: "5.idempotent-lost-answer"}, {ID: "8.transactions"}, {ID: "11.leader-move", Cluster: true}}
+	ids := func(ss []Scenario) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return out
+	}
+	if got := ids(ScenariosFor(TargetCascade, all, false)); !reflect.DeepEqual(got, []string{"2.codec/none", "5.idempotent", "5.idempotent-lost-answer", "8.transactions"}) {
+		t.Errorf("one broker runs %v", got)
+	}
+	if got := ids(ScenariosFor(TargetCascadeCluster, all, false)); !reflect.DeepEqual(got, []string{"5.idempotent", "8.transactions", "11.leader-move"}) {
+		t.Errorf("a cluster runs %v by default", got)
+	}
+	if got := ids(ScenariosFor(TargetApacheKafkaCluster, all, true)); !reflect.DeepEqual(got, ids(all)) {
+		t.Errorf("a cluster runs %v with the full catalogue", got)
+	}
+	t.Setenv(ClusterCatalogueEnv, "everything")
+	if _, err := SelectedClusterCatalogue(); err == nil {
+		t.Errorf("%s=everything accepted", ClusterCatalogueEnv)
 	}
 }

@@ -188,17 +188,14 @@ func appendOne(env *Env, req *Request, r *kmsg.ProduceRequest, tp log.TopicParti
 		// message but sends no message (hasCustomErrorMessage false).
 		return kerr.InvalidTopicException.Code, "", info
 	}
-	switch {
-	case replicated:
-		// As Partition.appendRecordsToLeader: acks=all needs at least
-		// min.insync.replicas in the ISR.
+	// As Partition.appendRecordsToLeader: acks=all needs the effective
+	// min.insync.replicas in the ISR, which Partition.effectiveMinIsr caps
+	// at the replica count. A partition of one replica, its leader alone
+	// in the ISR, therefore takes acks=all whatever min.insync.replicas
+	// says.
+	if replicated {
 		if err := env.Replication.CheckAppend(tp, r.Acks); err != nil {
 			return ErrorCode(err), "", info
-		}
-	case r.Acks == -1:
-		// The leader alone is the ISR: one replica.
-		if minISR := env.minInsyncReplicas(topic); minISR > 1 {
-			return kerr.NotEnoughReplicas.Code, "", info
 		}
 	}
 	release, code := txnAppendGuard(env, r.TransactionID, r.TimeoutMillis, r.Version, topic, part, records)
@@ -251,18 +248,6 @@ var noLogStartOnError = map[int16]bool{
 	kerr.RecordListTooLarge.Code:      true,
 	kerr.CorruptMessage.Code:          true,
 	kerr.KafkaStorageError.Code:       true,
-}
-
-// minInsyncReplicas returns the topic's min.insync.replicas, or the broker's.
-func (env *Env) minInsyncReplicas(topic string) int32 {
-	if t, ok := env.Meta.Image().Topic(topic); ok {
-		if v, ok := t.Configs["min.insync.replicas"]; ok {
-			if n, err := strconv.ParseInt(v, 10, 32); err == nil {
-				return int32(n)
-			}
-		}
-	}
-	return env.Config.MinInsyncReplicas
 }
 
 // Record batch layout offsets (DefaultRecordBatch).

@@ -397,7 +397,9 @@ class KafkaPythonDriver(KafkaPythonTxn):
 
         self.kafka = kafka
         self.errors = kafka.errors
-        self.bootstrap = bootstrap
+        # kafka-python takes bootstrap_servers as a list of host:port
+        # entries; a cluster target's bootstrap is a comma-separated list.
+        self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self._admin = None
 
     def admin(self):
