@@ -38,7 +38,7 @@ func aclVariant(ctx context.Context, e *Env, d driver.Driver, topics ...string) 
 		return nil, "", err
 	}
 	for _, tp := range topics {
-		if err := createTopic(ctx, v, tp, 1, nil); err != nil {
+		if err := createTopicRF(ctx, v, tp, 1, e.ReplicationFactor(), nil); err != nil {
 			v.Close()
 			return nil, "", err
 		}
