@@ -61,7 +61,10 @@ func ParseRules(text string) (*Rules, error) {
 		switch {
 		case strings.HasPrefix(s, "DEFAULT"):
 			ru.isDefault = true
-			s = s[len("DEFAULT"):]
+			s = strings.TrimLeft(s[len("DEFAULT"):], " \t\r")
+			if s != "" && s[0] != ',' && s[0] != '\n' {
+				return nil, fmt.Errorf("%w: Invalid rule: %s", ErrInvalidRule, text)
+			}
 		case strings.HasPrefix(s, "RULE:"):
 			s = s[len("RULE:"):]
 			pat, rest, ok := cutUnescaped(s)
