@@ -188,6 +188,15 @@ func (b *Broker) ListenerValue(listener, key string) (string, bool) {
 	return b.globalValue(key)
 }
 
+// ListenerOverride returns listener.name.<listener>.<key> when it is set.
+// Kafka reads ssl.client.auth of a SASL_SSL listener only from there
+// (KIP-684), so that a broker-wide required client authentication does not
+// apply to SASL clients.
+func (b *Broker) ListenerOverride(listener, key string) (string, bool) {
+	v, ok := b.listenerSet[listenerOverride{listener: strings.ToUpper(listener), key: key}]
+	return v, ok
+}
+
 // MechanismValue returns the text of key for one listener and SASL
 // mechanism: listener.name.<listener>.<mechanism>.<key>, else the
 // listener's value (ListenerValue), as Kafka's JaasContext and

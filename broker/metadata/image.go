@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/cascade-kafka/cascade/broker/security/sasl"
 )
 
 // Image is the cluster metadata at one point of the metadata log. An Image
@@ -24,6 +26,8 @@ type Image struct {
 	brokerConfigs  map[string]map[string]string
 	features       map[string]int16
 	brokers        map[int32]*BrokerRegistration
+	// scram holds the SCRAM credentials (UserScramCredentialRecord).
+	scram map[scramKey]sasl.ScramCredential
 }
 
 // BrokerRegistration is one registered broker of an Image (Kafka's
@@ -179,7 +183,7 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 	next := *img
 	next.Offset++
 	// Copy-on-write: maps are cloned once per batch on first change.
-	var topicsCloned, configsCloned, featuresCloned, brokersCloned bool
+	var topicsCloned, configsCloned, featuresCloned, brokersCloned, scramCloned bool
 	cloneBrokers := func() {
 		if !brokersCloned {
 			next.brokers = maps.Clone(next.brokers)
@@ -368,6 +372,12 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 			}
 			next.ClusterID = r.ClusterID
 		default:
+			if handled, err := applyScram(&next, rec, &scramCloned); handled {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, fmt.Errorf("metadata: cannot apply %T", rec)
 		}
 	}
@@ -479,6 +489,7 @@ func (img *Image) Records() []Record {
 			recs = append(recs, ConfigRecord{ResourceType: ResourceBroker, ResourceName: res, Name: k, Value: &v})
 		}
 	}
+	recs = append(recs, img.scramRecords()...)
 	for _, t := range img.Topics() {
 		recs = append(recs, TopicRecord{Name: t.Name, ID: t.ID})
 		for _, p := range t.Partitions {

@@ -238,7 +238,7 @@ func EncodeBatch(recs []Record) []byte {
 		case PartitionChangeRecord:
 			ver = encodePartitionChange(&body, r)
 		default:
-			if !encodeCluster(&body, r) {
+			if !encodeCluster(&body, r) && !encodeScram(&body, r) {
 				panic(fmt.Sprintf("metadata: cannot encode %T", r))
 			}
 		}
@@ -320,6 +320,9 @@ func DecodeBatch(b []byte) ([]Record, error) {
 		default:
 			var ok bool
 			if rec, ok = decodeCluster(typ, ver, &body); !ok {
+				rec, ok = decodeScram(typ, &body)
+			}
+			if !ok {
 				return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, typ)
 			}
 		}

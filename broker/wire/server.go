@@ -22,6 +22,14 @@ type Request struct {
 	Body   []byte
 	// Remote is the peer's address, for logs and quotas.
 	Remote string
+	// Principal is the connection's authenticated principal as Kafka's
+	// KafkaPrincipal prints it ("User:ANONYMOUS" until a SASL exchange or a
+	// client certificate names another).
+	Principal string
+	// ClientHost is the client's IP address, as ACLs match a host.
+	ClientHost string
+	// Listener is the name of the listener the connection came in on.
+	Listener string
 
 	decoded  func()
 	consumed func()
@@ -195,6 +203,9 @@ type outgoing struct {
 	// frame is the pooled request buffer, released once resp is written
 	// (the response may alias it); nil for an unpooled frame.
 	frame *[]byte
+	// closeAfter, when set, closes the connection once resp is written
+	// (a failed re-authentication), and is why.
+	closeAfter error
 }
 
 // writeLoop writes responses in the order the executor queued them, through
@@ -227,6 +238,11 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) error
 		}
 		if s.Observer != nil {
 			s.Observer.BytesOut(n)
+		}
+		if o.closeAfter != nil {
+			failed = o.closeAfter
+			c.Close()
+			continue
 		}
 		if cap(buf) > 1<<20 {
 			buf = nil // do not pin one huge response's buffer forever
