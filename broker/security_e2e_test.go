@@ -56,11 +56,15 @@ func addScramUsers(t *testing.T, b *brokertest.Broker) {
 	}
 }
 
-// roundTrip produces and consumes one record through a client with m.
+// roundTrip produces and consumes one record through a client with m (nil:
+// no SASL).
 func roundTrip(t *testing.T, addr, topic string, m sasl.Mechanism, opts ...kgo.Opt) error {
 	t.Helper()
 	ctx := ctxT(t)
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(m), fastMeta, kgo.AllowAutoTopicCreation(),
+	if m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), fastMeta, kgo.AllowAutoTopicCreation(),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
