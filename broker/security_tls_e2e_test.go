@@ -14,7 +14,7 @@ import (
 	xscram "github.com/xdg-go/scram"
 
 	"github.com/cascade-kafka/cascade/broker/brokertest"
-	"github.com/cascade-kafka/cascade/broker/security/certtest"
+	"github.com/cascade-kafka/cascade/internal/certtest"
 )
 
 // tlsProps add an SSL listener requiring client certificates (principal

@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cascade-kafka/cascade/broker/security/certtest"
 	"github.com/cascade-kafka/cascade/broker/security/principal"
 	"github.com/cascade-kafka/cascade/broker/security/sasl"
+	"github.com/cascade-kafka/cascade/internal/certtest"
 )
 
 // whoDispatcher answers ApiVersions and records who each request came from.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cascade-kafka/cascade/broker/security/certtest"
+	"github.com/cascade-kafka/cascade/internal/certtest"
 )
 
 // handshake connects a TLS client trusting ca to r's server config and
@@ -63,7 +63,7 @@ func TestStores(t *testing.T) {
 			TruststorePassword: "ts-pw"},
 		"PEM file": {KeystoreType: "PEM", KeystoreLocation: srv.PEMFile(t, dir, "k.pem"),
 			TruststoreType: "PEM", TruststoreLocation: ca.TrustPEM(t, dir, "t.pem")},
-		"PEM values": {KeystoreType: "PEM", KeystoreChain: srv.ChainPEM(), KeystoreKey: srv.KeyPEM(t),
+		"PEM values": {KeystoreType: "PEM", KeystoreChain: srv.ChainPEM(), KeystoreKey: srv.KeyPEM(),
 			TruststoreType: "PEM", TruststoreCerts: ca.ChainPEM()},
 	}
 	client := ca.Issue(t, "CN=alice,O=Example")
@@ -85,7 +85,7 @@ func TestStores(t *testing.T) {
 		"wrong JKS key password": {KeystoreType: "JKS", KeystoreLocation: cases["JKS"].KeystoreLocation,
 			KeystorePassword: "ks-pw", KeyPassword: "nope"},
 		"no key store":         {KeystoreType: "JKS"},
-		"PEM values, JKS type": {KeystoreType: "JKS", KeystoreChain: srv.ChainPEM(), KeystoreKey: srv.KeyPEM(t)},
+		"PEM values, JKS type": {KeystoreType: "JKS", KeystoreChain: srv.ChainPEM(), KeystoreKey: srv.KeyPEM()},
 		"client auth without trust": {KeystoreType: "PEM", KeystoreLocation: cases["PEM file"].KeystoreLocation,
 			ClientAuth: "required"},
 		"unknown suite": {KeystoreType: "PEM", KeystoreLocation: cases["PEM file"].KeystoreLocation,
