@@ -233,6 +233,14 @@ func secureRefused(ctx context.Context, e *Env, d driver.Driver, c securityCase)
 		return "", fmt.Errorf("%s: a client with bad credentials described a topic", c.id)
 	}
 	if !authFailure(err) {
+		if d.Client() == "python-kafka-python" && strings.Contains(err.Error(), "Unable to bootstrap") {
+			// kafka-python 3.0 records a connection's
+			// SaslAuthenticationFailedError (and a refused
+			// handshake) but its bootstrap reports only that it
+			// timed out, on Apache Kafka as on any broker.
+			return "", fmt.Errorf("%w: %s: kafka-python reports a failed authentication as a bootstrap timeout: %v",
+				ErrClientFault, c.id, err)
+		}
 		return "", fmt.Errorf("%s: failed, but not with an authentication error: %w", c.id, err)
 	}
 	return "refused: " + firstLine(err.Error(), 160), nil
@@ -244,7 +252,7 @@ func secureRefused(ctx context.Context, e *Env, d driver.Driver, c securityCase)
 // certificate).
 func authFailure(err error) bool {
 	var de *driver.Error
-	if errors.As(err, &de) && (de.Code == "SASL_AUTHENTICATION_FAILED" || de.Code == "_AUTHENTICATION" || de.Code == "_SSL") {
+	if errors.As(err, &de) && (de.Code == "SASL_AUTHENTICATION_FAILED" || de.Code == "SSL_AUTHENTICATION_FAILED" || de.Code == "_AUTHENTICATION" || de.Code == "_SSL") {
 		return true
 	}
 	msg := strings.ToLower(err.Error())
