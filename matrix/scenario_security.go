@@ -249,7 +249,9 @@ func secureRefused(ctx context.Context, e *Env, d driver.Driver, c securityCase)
 // authFailure reports whether err is a client's report of failed
 // authentication: Kafka's SASL_AUTHENTICATION_FAILED, librdkafka's
 // _AUTHENTICATION or a TLS handshake failure (SSL without a client
-// certificate).
+// certificate: in TLS 1.3 the server's alert comes after the client's
+// handshake, and Java's SSLEngine reports it as "Failed to process
+// post-handshake messages").
 func authFailure(err error) bool {
 	var de *driver.Error
 	if errors.As(err, &de) && (de.Code == "SASL_AUTHENTICATION_FAILED" || de.Code == "SSL_AUTHENTICATION_FAILED" || de.Code == "_AUTHENTICATION" || de.Code == "_SSL") {
@@ -257,7 +259,8 @@ func authFailure(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	for _, s := range []string{"sasl_authentication_failed", "authentication failed", "authentication failure",
-		"sasl authentication error", "ssl handshake failed", "certificate required", "bad certificate", "tls: "} {
+		"sasl authentication error", "ssl handshake failed", "certificate required", "bad certificate", "tls: ",
+		"failed to process post-handshake messages"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

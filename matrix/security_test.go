@@ -17,7 +17,7 @@ import (
 )
 
 // securityClients are the clients whose drivers take driver.Security.
-var securityClients = []string{"franz-go", "sarama", "confluent-kafka-go", "python-confluent-kafka", "python-kafka-python"}
+var securityClients = []string{"franz-go", "sarama", "confluent-kafka-go", "python-confluent-kafka", "python-kafka-python", "java"}
 
 // TestSecurityMatrix runs the security cells (matrix.SecurityScenarios) on
 // each selected target started with the same secured listeners

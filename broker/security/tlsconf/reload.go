@@ -52,11 +52,14 @@ func NewReloader(c Config, logger *slog.Logger) (*Reloader, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := clientAuth(c.ClientAuth)
+	auth, required, err := clientAuth(c.ClientAuth)
 	if err != nil {
 		return nil, err
 	}
 	r := &Reloader{cfg: c, logger: logger, base: &tls.Config{MinVersion: min, MaxVersion: max, CipherSuites: suites, ClientAuth: auth}}
+	if required {
+		r.base.VerifyConnection = requireCert
+	}
 	mat, err := Load(c)
 	if err != nil {
 		return nil, err

@@ -399,15 +399,32 @@ func cipherSuites(names []string) ([]uint16, error) {
 	return out, nil
 }
 
-// clientAuth maps ssl.client.auth.
-func clientAuth(s string) (tls.ClientAuthType, error) {
+// clientAuth maps ssl.client.auth. required is Go's VerifyClientCertIfGiven
+// plus requireCert: Go's own RequireAndVerifyClientCert refuses a TLS 1.3
+// client without a certificate with the certificate_required alert, after
+// the client has finished its handshake, which Kafka's Java client then
+// reports as a failed post-handshake message rather than an
+// SslAuthenticationException; Java's SSLEngine, as Kafka's broker, sends
+// bad_certificate, which is what a failing VerifyConnection makes Go send.
+func clientAuth(s string) (tls.ClientAuthType, bool, error) {
 	switch s {
 	case "", "none":
-		return tls.NoClientCert, nil
+		return tls.NoClientCert, false, nil
 	case "requested":
-		return tls.VerifyClientCertIfGiven, nil
+		return tls.VerifyClientCertIfGiven, false, nil
 	case "required":
-		return tls.RequireAndVerifyClientCert, nil
+		return tls.VerifyClientCertIfGiven, true, nil
 	}
-	return 0, fmt.Errorf("%w: ssl.client.auth %q", ErrInvalid, s)
+	return 0, false, fmt.Errorf("%w: ssl.client.auth %q", ErrInvalid, s)
+}
+
+// errNoClientCert fails the handshake of a client without a certificate
+// on a listener with ssl.client.auth=required.
+var errNoClientCert = errors.New("tlsconf: ssl.client.auth=required and the client sent no certificate")
+
+func requireCert(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errNoClientCert
+	}
+	return nil
 }
