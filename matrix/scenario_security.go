@@ -191,6 +191,20 @@ func secureRoundTrip(ctx context.Context, e *Env, d driver.Driver, c securityCas
 		return "", fmt.Errorf("open on %s: %w", c.id, err)
 	}
 	defer sd.Close()
+	// Kafka's broker learns of a new topic from its controller
+	// asynchronously: wait until the secured client sees it, so that a
+	// producer's short metadata wait on a loaded machine is not the
+	// cell's verdict.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := sd.DescribeTopic(ctx, topic)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+			return "", fmt.Errorf("describe %s over %s: %w", topic, c.id, err)
+		}
+	}
 	recs := make([]driver.Record, 3)
 	for i := range recs {
 		recs[i] = driver.Record{Partition: 0, Value: []byte(fmt.Sprintf("%s-%d", topic, i))}
