@@ -60,15 +60,19 @@ type Config struct {
 
 // Broker is a running broker.
 type Broker struct {
-	cfg       Config
-	logger    *slog.Logger
-	meta      *metadata.Store
-	cluster   *clusterNode // nil on a single node
-	repl      *replication.Manager
-	logs      *logDirs
-	parts     *partition.Manager
-	srv       *wire.Server
-	ln        net.Listener
+	cfg     Config
+	logger  *slog.Logger
+	meta    *metadata.Store
+	cluster *clusterNode // nil on a single node
+	repl    *replication.Manager
+	logs    *logDirs
+	parts   *partition.Manager
+	srv     *wire.Server
+	ln      net.Listener
+	// first is the first client listener (b.ln) with its security;
+	// extra are the single node's other client listeners.
+	first     *boundListener
+	extra     []*boundListener
 	adminLn   net.Listener
 	adminSrv  *http.Server
 	unsub     func()
@@ -108,6 +112,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	listeners := bc.BrokerListeners()
 	if len(listeners) == 0 && bc.Cluster.Roles.Broker {
 		return nil, errors.New("broker: no client listener in listeners")
+	}
+	if err := checkClusterSecurity(bc); err != nil {
+		return nil, err
 	}
 	b := &Broker{cfg: cfg, logger: cfg.Logger, serveDone: make(chan struct{})}
 	ok := false
@@ -186,6 +193,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if err := b.bindExtra(ctx, bc, listeners); err != nil {
+		return nil, err
+	}
+	if err := b.secureListeners(bc, listeners[0]); err != nil {
+		return nil, err
+	}
 	host, port := advertised(bc, b.ln.Addr().(*net.TCPAddr))
 	metrics.RegisterFetchSessions(cfg.Registry, fetchSessions.Stats)
 	env := &handler.Env{
@@ -229,7 +242,6 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.env = env
 	b.srv = &wire.Server{
 		Dispatcher:      dispatcher,
-		ListenerName:    listeners[0].Name,
 		MaxRequestBytes: bc.SocketRequestMaxBytes,
 		Budget:          wire.NewBudget(bc.QueuedMaxRequestBytes),
 		IdleTimeout:     bc.ConnectionsMaxIdle,
@@ -250,10 +262,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	go func() {
 		defer close(b.serveDone)
-		if err := b.srv.Serve(b.ln); err != nil && !errors.Is(err, wire.ErrServerClosed) {
+		if err := b.srv.ServeListener(b.ln, b.first.sec.Wire); err != nil && !errors.Is(err, wire.ErrServerClosed) {
 			b.logger.Error("client listener stopped", "err", err)
 		}
 	}()
+	b.serveExtra(bc, env)
 	if cfg.AdminListener != "" {
 		if err := b.startAdmin(cfg.AdminListener, cfg.Registry); err != nil {
 			return nil, err
@@ -300,20 +313,10 @@ func metadataDir(bc *config.Broker) string {
 // advertised returns the host and port Metadata publishes: the first
 // advertised listener, with an ephemeral port 0 replaced by the bound one.
 func advertised(bc *config.Broker, bound *net.TCPAddr) (string, int32) {
-	host, port := bound.IP.String(), bound.Port
 	if len(bc.AdvertisedListeners) > 0 {
-		l := bc.AdvertisedListeners[0]
-		if l.Host != "" {
-			host = l.Host
-		}
-		if l.Port != 0 {
-			port = l.Port
-		}
+		return advertisedAddr(bc.AdvertisedListeners[0], true, bound)
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "localhost"
-	}
-	return host, int32(port)
+	return advertisedAddr(config.Listener{}, false, bound)
 }
 
 // specsFor lists the partitions this node leads in img, with each topic's
@@ -451,6 +454,12 @@ func (b *Broker) shutdown() error {
 	} else if b.ln != nil {
 		errs = append(errs, b.ln.Close())
 	}
+	if b.srv == nil {
+		for _, bl := range b.extra {
+			errs = append(errs, bl.ln.Close())
+		}
+	}
+	b.closeSecurity()
 	if b.repl != nil {
 		b.repl.Close()
 	}

@@ -200,7 +200,7 @@ var brokerDefs = newDefs(append([]*Def{
 		Validate: atLeast(1), Doc: "How often expired offsets are looked for."},
 	&Def{Name: "offset.metadata.max.bytes", Type: TypeInt, Default: "4096", HasDefault: true,
 		Doc: "The largest metadata string of a committed offset."},
-}, append(append(serverDefs, clusterDefs...), authorizerDefs...)...)...)
+}, append(append(append(serverDefs, clusterDefs...), authorizerDefs...), securityDefs...)...)...)
 
 // The class names of Kafka's built-in consumer group assignors.
 const (
@@ -340,6 +340,9 @@ type Broker struct {
 
 	// set holds every key given explicitly, file first then overrides.
 	set map[string]string
+	// listenerSet holds the per-listener security keys given
+	// (listener.name.<listener>[.<mechanism>].<key>).
+	listenerSet map[listenerOverride]string
 	// dynamicDefaults are the cluster-wide dynamic broker configs
 	// (DYNAMIC_DEFAULT_BROKER_CONFIG), see clusterDefaults.
 	dynamicDefaults map[string]string
@@ -464,6 +467,12 @@ func build(props []Property, path string) (*Broker, error) {
 	}
 	b := &Broker{set: map[string]string{}}
 	for _, p := range props {
+		if o, ok := parseListenerKey(p.Key); ok {
+			if err := b.setListener(o, p.Key, p.Value); err != nil {
+				return nil, fmt.Errorf("%s%w", where(p), err)
+			}
+			continue
+		}
 		def, ok := brokerDefs.Get(p.Key)
 		if !ok {
 			return nil, fmt.Errorf("%sunsupported configuration key %q: %w", where(p), p.Key, ErrUnsupportedKey)
@@ -525,6 +534,9 @@ func (b *Broker) str(name string) string {
 // fill sets the typed fields and checks rules across keys.
 func (b *Broker) fill() error {
 	if err := b.fillKRaft(); err != nil {
+		return err
+	}
+	if err := b.fillSecurity(); err != nil {
 		return err
 	}
 	b.ClusterID = b.str("cluster.id")
@@ -609,7 +621,7 @@ func (b *Broker) fill() error {
 
 // parseListeners parses "NAME://host:port,..." as Kafka's
 // SocketServerConfigs.listenerListToEndPoints: names are unique, each has a
-// security protocol, and Cascade speaks only PLAINTEXT.
+// security protocol of PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
 func (b *Broker) parseListeners(key, text string) ([]Listener, error) {
 	var out []Listener
 	for _, entry := range splitList(text) {
@@ -628,9 +640,12 @@ func (b *Broker) parseListeners(key, text string) ([]Listener, error) {
 			return nil, &ValueError{Name: key, Value: text,
 				Reason: "No security protocol defined for listener " + name}
 		}
-		if proto != "PLAINTEXT" {
+		switch proto {
+		case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+		default:
+			// As SecurityProtocol.forName.
 			return nil, &ValueError{Name: key, Value: text,
-				Reason: "listener " + name + " uses security protocol " + proto + ", which Cascade does not implement"}
+				Reason: "listener " + name + ": No enum constant for security protocol " + proto}
 		}
 		if hasListener(out, name) {
 			return nil, &ValueError{Name: key, Value: text, Reason: "Each listener must have a different name"}

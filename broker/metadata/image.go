@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/cascade-kafka/cascade/broker/security/sasl"
 )
 
 // Image is the cluster metadata at one point of the metadata log. An Image
@@ -29,6 +31,8 @@ type Image struct {
 	// acls are the ACLs of AccessControlEntryRecords, indexed for checks;
 	// nil is none.
 	acls *acl.Index
+	// scram holds the SCRAM credentials (UserScramCredentialRecord).
+	scram map[scramKey]sasl.ScramCredential
 }
 
 // BrokerRegistration is one registered broker of an Image (Kafka's
@@ -184,7 +188,7 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 	next := *img
 	next.Offset++
 	// Copy-on-write: maps are cloned once per batch on first change.
-	var topicsCloned, configsCloned, featuresCloned, brokersCloned bool
+	var topicsCloned, configsCloned, featuresCloned, brokersCloned, scramCloned bool
 	var acls map[acl.ID]acl.Binding // this batch's copy, once an ACL record is seen
 	cloneBrokers := func() {
 		if !brokersCloned {
@@ -381,6 +385,12 @@ func Apply(img *Image, recs []Record) (*Image, error) {
 				return nil, err
 			}
 		default:
+			if handled, err := applyScram(&next, rec, &scramCloned); handled {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, fmt.Errorf("metadata: cannot apply %T", rec)
 		}
 	}
@@ -498,6 +508,7 @@ func (img *Image) Records() []Record {
 		}
 	}
 	recs = append(recs, img.aclRecords()...)
+	recs = append(recs, img.scramRecords()...)
 	for _, t := range img.Topics() {
 		recs = append(recs, TopicRecord{Name: t.Name, ID: t.ID})
 		for _, p := range t.Partitions {

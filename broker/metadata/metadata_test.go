@@ -66,6 +66,8 @@ func FuzzDecodeBatch(f *testing.F) {
 	for _, rec := range clusterRecords {
 		f.Add(EncodeBatch([]Record{rec}))
 	}
+	f.Add(EncodeBatch([]Record{UserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA512, Salt: []byte("s"),
+		StoredKey: []byte("k"), ServerKey: []byte("v"), Iterations: 4096}, RemoveUserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA512}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := DecodeBatch(b)
 		if err != nil {

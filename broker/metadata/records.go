@@ -238,7 +238,7 @@ func EncodeBatch(recs []Record) []byte {
 		case PartitionChangeRecord:
 			ver = encodePartitionChange(&body, r)
 		default:
-			if !encodeCluster(&body, r) && !encodeACL(&body, r) {
+			if !encodeCluster(&body, r) && !encodeACL(&body, r) && !encodeScram(&body, r) {
 				panic(fmt.Sprintf("metadata: cannot encode %T", r))
 			}
 		}
@@ -321,6 +321,9 @@ func DecodeBatch(b []byte) ([]Record, error) {
 			var ok bool
 			if rec, ok = decodeCluster(typ, ver, &body); !ok {
 				rec, ok = decodeACL(typ, &body)
+				if !ok {
+					rec, ok = decodeScram(typ, &body)
+				}
 			}
 			if !ok {
 				return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, typ)

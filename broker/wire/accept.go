@@ -276,8 +276,13 @@ func (s *Server) acceptFailed(err error, retry time.Duration) {
 // ENOBUFS, or anything else but a closed listener) is counted, logged at
 // most every 10 s and retried after a delay of 5 ms doubling to 1 s, as
 // net/http's Server does, so the listener recovers once descriptors free
-// up. The connection quotas are applied as Kafka's Acceptor does.
-func (s *Server) Serve(ln net.Listener) error {
+// up. The connection quotas are applied as Kafka's Acceptor does. Its
+// connections are PLAINTEXT; ServeListener serves a secured listener.
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, Listener{}) }
+
+// ServeListener is Serve for a listener secured as l says (TLS, SASL, or
+// both); a Server may serve several listeners at once, each with its own.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 	s.mu.Lock()
 	s.init()
 	if s.closed {
@@ -366,7 +371,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c)
+			s.serveConn(c, &l)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()

@@ -55,7 +55,7 @@ func FuzzReadRequest(f *testing.F) {
 		}()
 		done := make(chan struct{})
 		go func() {
-			s.serveConn(server)
+			s.serveConn(server, &Listener{})
 			close(done)
 		}()
 		select {

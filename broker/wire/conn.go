@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cascade-kafka/cascade/broker/security/principal"
 )
 
 // readStep is the first buffer a frame body is read into. Each further
@@ -51,11 +53,16 @@ type conn struct {
 	ic     *idleConn
 	act    *activity
 	remote string
-	// id is the connection's identity, stamped on each request.
-	id     Identity
 	max    int32
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// id is who the connection's requests come from; session is its
+	// SASL session, nil on a listener without SASL.
+	id      identity
+	session *session
+	// disp answers the connection's requests: its listener's
+	// dispatcher, else the server's.
+	disp Dispatcher
 }
 
 // pending is one request read in full, waiting to be served.
@@ -85,11 +92,27 @@ func (p *pending) drop() {
 }
 
 // serveConn runs one connection until it closes, and then releases
-// everything it held.
-func (s *Server) serveConn(c net.Conn) {
+// everything it held. On a secured listener the TLS handshake and the SASL
+// exchange come first, read and answered in this goroutine before any
+// other request is read.
+func (s *Server) serveConn(c net.Conn, l *Listener) {
 	if s.Observer != nil {
 		s.Observer.Connection(true)
 		defer s.Observer.Connection(false)
+	}
+	id := identity{listener: l.Name, principal: principal.Anonymous}
+	if id.listener == "" {
+		id.listener = "PLAINTEXT" // a Server's unnamed listener (Serve)
+	}
+	if ip := remoteIP(c); ip.IsValid() {
+		id.clientHost = ip.String()
+	}
+	raw := c
+	c, err := s.secure(c, l, &id)
+	if err != nil {
+		raw.Close()
+		s.Logger.Debug("connection closed", "remote", raw.RemoteAddr().String(), "err", err)
+		return
 	}
 	max := s.MaxRequestBytes
 	if max <= 0 {
@@ -101,9 +124,22 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	act := &activity{}
 	ic := &idleConn{Conn: c, idle: s.IdleTimeout, act: act}
-	cn := &conn{s: s, r: bufio.NewReaderSize(ic, 4<<10), ic: ic, act: act, remote: c.RemoteAddr().String(), max: max,
-		id: PlaintextIdentity(c, s.ListenerName)}
+	cn := &conn{s: s, r: bufio.NewReaderSize(ic, 4<<10), ic: ic, act: act, remote: c.RemoteAddr().String(), max: max, id: id,
+		disp: s.Dispatcher}
+	if l.Dispatcher != nil {
+		cn.disp = l.Dispatcher
+	}
 	cn.ctx, cn.cancel = context.WithCancelCause(s.ctx)
+	if l.SASL != nil {
+		if err := cn.authenticate(c, l.SASL); err != nil {
+			cn.cancel(err)
+			c.Close()
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.Logger.Debug("connection closed", "remote", cn.remote, "listener", l.Name, "err", err)
+			}
+			return
+		}
+	}
 
 	out := make(chan outgoing, depth)
 	queue := make(chan *pending, heldRequests)
@@ -135,7 +171,7 @@ func (s *Server) serveConn(c net.Conn) {
 	c.Close()
 	// The first failure is why the connection closed: a writer or
 	// executor failure closes the socket under the reader.
-	err := readErr
+	err = readErr
 	for _, e := range []error{execErr, writeErr} {
 		if e != nil {
 			err = e
@@ -255,6 +291,9 @@ func (cn *conn) execLoop(queue <-chan *pending, out chan<- outgoing) error {
 			o.resp.release()
 			releaseFrame(o.frame)
 		}
+		if o.closeAfter != nil {
+			return o.closeAfter // the writer sends o, then closes
+		}
 	}
 	return nil
 }
@@ -280,8 +319,11 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 			o, err = outgoing{}, s.recovered(cn.remote, h.Key, h.Version, r)
 		}
 	}()
-	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
-	cn.id.stamp(req)
+	if o, handled, err := cn.secured(p); handled {
+		return o, err
+	}
+	req := &Request{Header: h, Body: p.body, Remote: cn.remote,
+		Principal: cn.id.principal, ClientHost: cn.id.clientHost, Listener: cn.id.listener}
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
 			p.lease.Shrink(int64(len(p.frame)) + p.decompress)
@@ -293,13 +335,41 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 		}
 	}
 	req.consumed = p.lease.Release
-	resp, err := s.Dispatcher.Dispatch(cn.ctx, req)
+	resp, err := cn.disp.Dispatch(cn.ctx, req)
 	if err != nil {
 		resp.release()
 		releaseFrame(p.pooled)
 		return outgoing{}, err
 	}
 	return outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp, frame: p.pooled}, nil
+}
+
+// secured handles, on a SASL listener, what comes before dispatch: a
+// request after the session expired closes the connection, and a
+// re-authentication's SaslHandshake and SaslAuthenticate are answered here.
+// handled is false for a request to dispatch.
+func (cn *conn) secured(p *pending) (outgoing, bool, error) {
+	ss := cn.session
+	if ss == nil {
+		return outgoing{}, false, nil
+	}
+	h := p.header
+	if ss.reauth == nil && h.Key != SaslHandshakeKey && ss.expired() {
+		cn.s.connClosed("session_expired")
+		return outgoing{}, true, ErrSessionExpired
+	}
+	resp, handled, err := cn.reauthenticate(h, p.body)
+	if !handled {
+		return outgoing{}, false, nil
+	}
+	releaseFrame(p.pooled)
+	if resp.Msg == nil {
+		if err == nil {
+			err = ErrAuthentication
+		}
+		return outgoing{}, true, err
+	}
+	return outgoing{key: h.Key, version: h.Version, correlationID: h.CorrelationID, resp: resp, closeAfter: err}, true, nil
 }
 
 // reserveDecode parses p's header and grows its lease from the frame to

@@ -33,8 +33,8 @@ func TestPlaintextIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{Dispatcher: d, ListenerName: tc.listener}
-		go s.Serve(ln)
+		s := &Server{Dispatcher: d}
+		go s.ServeListener(ln, Listener{Name: tc.listener})
 		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tc.local)}}
 		c, err := dialer.Dial("tcp", ln.Addr().String())
 		if err != nil {

@@ -108,9 +108,6 @@ type Dispatcher interface {
 // Server accepts connections and runs the per-connection loops.
 type Server struct {
 	Dispatcher Dispatcher
-	// ListenerName names the listener the server serves (PLAINTEXT by
-	// default), as Request.Listener reports it.
-	ListenerName string
 	// MaxRequestBytes is socket.request.max.bytes; 0 means the default.
 	MaxRequestBytes int32
 	// IdleTimeout is connections.max.idle.ms: a connection on which no
@@ -206,6 +203,9 @@ type outgoing struct {
 	// frame is the pooled request buffer, released once resp is written
 	// (the response may alias it); nil for an unpooled frame.
 	frame *[]byte
+	// closeAfter, when set, closes the connection once resp is written
+	// (a failed re-authentication), and is why.
+	closeAfter error
 }
 
 // writeLoop writes responses in the order the executor queued them, through
@@ -238,6 +238,11 @@ func (s *Server) writeLoop(c net.Conn, out <-chan outgoing, act *activity) error
 		}
 		if s.Observer != nil {
 			s.Observer.BytesOut(n)
+		}
+		if o.closeAfter != nil {
+			failed = o.closeAfter
+			c.Close()
+			continue
 		}
 		if cap(buf) > 1<<20 {
 			buf = nil // do not pin one huge response's buffer forever

@@ -22,6 +22,12 @@ import (
 	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
 
+// Placeholders of BrokerOptions.Overrides values.
+const (
+	PlaintextAddr  = "{plaintext}"
+	ControllerAddr = "{controller}"
+)
+
 // BrokerOptions configures StartBroker. The zero value starts a broker with
 // Kafka's defaults plus what a single node needs.
 type BrokerOptions struct {
@@ -29,7 +35,10 @@ type BrokerOptions struct {
 	// means a new temporary directory that Stop removes.
 	Dir string
 	// Overrides are server.properties entries applied last, as
-	// kafka-server-start.sh --override does.
+	// kafka-server-start.sh --override does. In their values
+	// PlaintextAddr and ControllerAddr stand for the addresses the
+	// broker's PLAINTEXT and CONTROLLER listeners are given, so that
+	// further listeners can be added beside them.
 	Overrides map[string]string
 	// Heap is the JVM -Xmx value; empty means "512m".
 	Heap string
@@ -133,8 +142,9 @@ func (d *Dist) startBroker(ctx context.Context, opts BrokerOptions) (_ *Broker, 
 	}
 
 	props := ServerProperties(b.addr, b.ctrlAddr, b.DataDir())
+	places := strings.NewReplacer(PlaintextAddr, b.addr, ControllerAddr, b.ctrlAddr)
 	for k, v := range opts.Overrides {
-		props[k] = v
+		props[k] = places.Replace(v)
 	}
 	propsPath := filepath.Join(b.dir, "server.properties")
 	if err := os.WriteFile(propsPath, []byte(cluster.FormatProperties(props)), 0o644); err != nil {

@@ -91,7 +91,11 @@ func (p *process) hello(ctx context.Context, stdout io.Reader, bootstrap string)
 	p.out.Buffer(make([]byte, 64<<10), MaxLine)
 
 	var hr HelloResult
-	if err := p.call(ctx, OpHello, Hello{Bootstrap: bootstrap, Protocol: ProtocolVersion}, &hr); err != nil {
+	h := Hello{Bootstrap: bootstrap, Protocol: ProtocolVersion}
+	if sec := SecurityFrom(ctx); sec.Protocol != "" {
+		h.Security = &sec
+	}
+	if err := p.call(ctx, OpHello, h, &hr); err != nil {
 		p.Close()
 		return nil, err
 	}

@@ -64,6 +64,9 @@ const CodeUnsupported = "UNSUPPORTED"
 type Hello struct {
 	Bootstrap string `json:"bootstrap"`
 	Protocol  int    `json:"protocol"`
+	// Security is how the driver's clients authenticate (WithSecurity);
+	// absent for PLAINTEXT.
+	Security *Security `json:"security,omitempty"`
 }
 
 // HelloResult is the driver's answer to hello.

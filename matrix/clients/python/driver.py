@@ -28,18 +28,86 @@ from driver_txn import ConfluentTxn, KafkaPythonTxn
 # --- confluent-kafka ---------------------------------------------------------
 
 
+def confluent_security(sec):
+    """librdkafka's configs for hello's security (driver.Security): the
+    protocol, SASL mechanism and credentials, and PEM material for TLS."""
+    if not sec or not sec.get("protocol"):
+        return {}
+    conf = {"security.protocol": sec["protocol"]}
+    if sec["protocol"].startswith("SASL_"):
+        conf.update({"sasl.mechanisms": sec.get("mechanism", ""), "sasl.username": sec.get("username", ""),
+                     "sasl.password": sec.get("password", "")})
+    if sec["protocol"] in ("SSL", "SASL_SSL"):
+        conf["ssl.ca.pem"] = sec.get("ca_pem", "")
+        if sec.get("cert_pem"):
+            conf.update({"ssl.certificate.pem": sec["cert_pem"], "ssl.key.pem": sec.get("key_pem", "")})
+    return conf
+
+
+def kafka_python_security(sec):
+    """kafka-python's arguments for hello's security: it takes TLS material
+    as files only, so the PEM strings are written to a private directory."""
+    if not sec or not sec.get("protocol"):
+        return {}
+    conf = {"security_protocol": sec["protocol"]}
+    if sec["protocol"].startswith("SASL_"):
+        conf.update({"sasl_mechanism": sec.get("mechanism", ""), "sasl_plain_username": sec.get("username", ""),
+                     "sasl_plain_password": sec.get("password", "")})
+    if sec["protocol"] in ("SSL", "SASL_SSL"):
+        import tempfile
+        d = tempfile.mkdtemp(prefix="matrix-py-tls-")
+
+        def write(name, text):
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+        conf.update({"ssl_cafile": write("ca.pem", sec.get("ca_pem", "")), "ssl_check_hostname": True})
+        if sec.get("cert_pem"):
+            conf.update({"ssl_certfile": write("cert.pem", sec["cert_pem"]),
+                         "ssl_keyfile": write("key.pem", sec.get("key_pem", ""))})
+    return conf
+
+
 class ConfluentDriver(ConfluentTxn):
     """python-confluent-kafka: librdkafka through confluent_kafka."""
 
     CLIENT = "python-confluent-kafka"
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, security=None):
         import confluent_kafka
         from confluent_kafka.admin import AdminClient
 
         self.ck = confluent_kafka
         self.bootstrap = bootstrap
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "matrix-py-confluent"})
+        self.sec = confluent_security(security)
+        if self.sec:
+            self.check_authentication()
+        self.admin = AdminClient(dict({"bootstrap.servers": bootstrap, "client.id": "matrix-py-confluent"}, **self.sec))
+
+    def check_authentication(self):
+        """librdkafka reports a failed authentication only to error_cb and
+        retries: a probe producer reads the metadata (or times out) and the
+        first authentication error seen is raised, as _AUTHENTICATION or
+        _SSL."""
+        seen = []
+
+        def on_error(err):
+            if err.code() in (self.ck.KafkaError._AUTHENTICATION, self.ck.KafkaError._SSL) or (
+                    err.code() == self.ck.KafkaError._TRANSPORT and
+                    ("alert certificate required" in err.str() or "alert bad certificate" in err.str())):
+                seen.append(err)
+        p = self.ck.Producer(dict({"bootstrap.servers": self.bootstrap, "client.id": "matrix-py-confluent-probe",
+                                   "error_cb": on_error}, **self.sec))
+        try:
+            p.list_topics(timeout=5)
+        except self.ck.KafkaException as e:
+            p.poll(1)  # error_cb runs only from poll
+            if not seen:
+                raise self.error(e)
+        if seen:
+            code = "_SSL" if seen[0].code() != self.ck.KafkaError._AUTHENTICATION else "_AUTHENTICATION"
+            raise DriverError(code, seen[0].str())
 
     def info(self):
         return {"library": "confluent-kafka %s (librdkafka %s)" % (self.ck.__version__, self.ck.libversion()[0]),
@@ -133,6 +201,7 @@ class ConfluentDriver(ConfluentTxn):
             "topic.metadata.propagation.max.ms": 2000,
             "message.max.bytes": 16 << 20,  # Leave the size limit to the broker.
             "allow.auto.create.topics": bool(args.get("auto_create")),
+            **self.sec,
         }
         if args.get("max_in_flight"):
             conf["max.in.flight.requests.per.connection"] = args["max_in_flight"]
@@ -207,6 +276,7 @@ class ConfluentDriver(ConfluentTxn):
         if reset == "none":
             reset = "error"  # librdkafka's name for "no reset: report it".
         c = self.ck.Consumer({
+            **self.sec,
             "bootstrap.servers": self.bootstrap,
             "client.id": "matrix-py-confluent-consumer",
             "group.id": "matrix-py-confluent-unused",  # Required; no subscribe, no commits.
@@ -391,7 +461,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
 
     CLIENT = "python-kafka-python"
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, security=None):
         import kafka
         import kafka.errors
 
@@ -400,6 +470,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
         # kafka-python takes bootstrap_servers as a list of host:port
         # entries; a cluster target's bootstrap is a comma-separated list.
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.sec = kafka_python_security(security)
         self._admin = None
 
     def admin(self):
@@ -407,8 +478,13 @@ class KafkaPythonDriver(KafkaPythonTxn):
         does not need a reachable broker."""
         if self._admin is None:
             try:
+                extra = dict(self.sec)
+                if self.sec:
+                    # A failed authentication is retried until the
+                    # bootstrap times out (30 s by default).
+                    extra["bootstrap_timeout_ms"] = 5000
                 self._admin = self.kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka",
-                                                          request_timeout_ms=REQUEST_TIMEOUT_S * 1000)
+                                                          request_timeout_ms=REQUEST_TIMEOUT_S * 1000, **extra)
             except self.errors.KafkaError as e:
                 raise self.error(e)
         return self._admin
@@ -511,6 +587,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
                                       "(KafkaProducer.send requires (str, bytes) header tuples)")
         txn = args.get("transactional_id")
         conf = {
+            **self.sec,
             "bootstrap_servers": self.bootstrap,
             "client_id": "matrix-py-kafka-producer",
             "acks": "all" if acks == -1 else acks,
@@ -588,7 +665,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
         if reset not in ("none", "earliest", "latest"):
             raise DriverError("CLIENT_ERROR", "unknown reset %r" % reset)
         try:
-            c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka-consumer",
+            c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="matrix-py-kafka-consumer", **self.sec,
                                          group_id=None, enable_auto_commit=False, auto_offset_reset=reset,
                                          isolation_level=args.get("isolation") or "read_uncommitted",
                                          client_rack=args.get("rack") or "",
@@ -840,7 +917,7 @@ def handle(client, state, cmd):
             raise DriverError("CLIENT_ERROR", "hello sent twice")
         if args.get("protocol") != PROTOCOL:
             raise DriverError("CLIENT_ERROR", "protocol %r requested, this driver speaks %d" % (args.get("protocol"), PROTOCOL))
-        d = CLIENTS[client](args.get("bootstrap", ""))
+        d = CLIENTS[client](args.get("bootstrap", ""), args.get("security"))
         state["driver"] = d
         return dict({"client": client, "protocol": PROTOCOL}, **d.info())
     d = state.get("driver")

@@ -32,15 +32,24 @@ type drv struct {
 	// abandoned are the group members of crash commands, kept open until
 	// the process is killed (or, in process, until Close).
 	abandoned []*kafka.Consumer
+	// sec is the security the driver was opened with
+	// (driver.WithSecurity).
+	sec driver.Security
 }
 
 // Open connects a confluent-kafka-go driver to bootstrap.
 func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
-	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "client.id": "matrix-confluent"})
+	sec := driver.SecurityFrom(ctx)
+	if sec.Protocol != "" {
+		if err := checkAuthentication(ctx, secure(kafka.ConfigMap{"bootstrap.servers": bootstrap, "client.id": "matrix-confluent-probe"}, sec)); err != nil {
+			return nil, fmt.Errorf("confluent-kafka-go: %w", err)
+		}
+	}
+	a, err := kafka.NewAdminClient(ptr(secure(kafka.ConfigMap{"bootstrap.servers": bootstrap, "client.id": "matrix-confluent"}, sec)))
 	if err != nil {
 		return nil, fmt.Errorf("confluent-kafka-go: %w", err)
 	}
-	return &drv{bootstrap: bootstrap, admin: a, producers: map[string]*txnProducer{}}, nil
+	return &drv{bootstrap: bootstrap, admin: a, producers: map[string]*txnProducer{}, sec: sec}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -231,6 +240,7 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 		"go.delivery.report.fields":         "key,value,headers",
 		"allow.auto.create.topics":          req.AutoCreate,
 	}
+	secure(cfg, d.sec)
 	if req.MaxInFlight > 0 {
 		cfg["max.in.flight.requests.per.connection"] = req.MaxInFlight
 	}
@@ -325,7 +335,7 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 	if isolation == "" {
 		isolation = "read_uncommitted"
 	}
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+	c, err := kafka.NewConsumer(ptr(secure(kafka.ConfigMap{
 		"bootstrap.servers":  d.bootstrap,
 		"client.id":          "matrix-confluent-consumer",
 		"group.id":           "matrix-confluent-unused", // Required by the binding; no subscribe, no commits.
@@ -334,7 +344,7 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 		"isolation.level":    isolation,
 		"client.rack":        req.Rack,
 		"fetch.wait.max.ms":  200,
-	})
+	}, d.sec)))
 	if err != nil {
 		return driver.ConsumeResult{}, fmt.Errorf("confluent-kafka-go: %w", err)
 	}

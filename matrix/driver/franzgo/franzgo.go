@@ -31,17 +31,24 @@ type drv struct {
 	// abandoned are the group members of crash commands, kept open until
 	// the process is killed (or, in process, until Close).
 	abandoned []*kgo.Client
+	// sec are the options of the security the driver was opened with
+	// (driver.WithSecurity).
+	sec []kgo.Opt
 }
 
 // Open connects a franz-go driver to bootstrap (a comma list, as
 // bootstrap.servers).
 func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 	seeds := strings.Split(bootstrap, ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("matrix-franz-go"))
+	sec, err := securityOpts(driver.SecurityFrom(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("franz-go: %w", err)
 	}
-	return &drv{seeds: seeds, cl: cl, adm: kadm.NewClient(cl), producers: map[string]*txnProducer{}}, nil
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("matrix-franz-go")}, sec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("franz-go: %w", err)
+	}
+	return &drv{seeds: seeds, cl: cl, adm: kadm.NewClient(cl), producers: map[string]*txnProducer{}, sec: sec}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -202,8 +209,8 @@ func (d *drv) AlterConfigs(ctx context.Context, req driver.AlterConfigs) error {
 }
 
 func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceResult, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-producer"), kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.ProducerBatchMaxBytes(16 << 20)}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-producer"), kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(16 << 20)}, d.sec...)
 	switch req.Acks {
 	case 0:
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
@@ -352,6 +359,7 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 		// Control records (transaction markers) come back as records, so
 		// that Next can count them; they are not returned as data.
 		kgo.KeepControlRecords()}
+	opts = append(opts, d.sec...)
 	switch req.Reset {
 	case "", "none":
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))

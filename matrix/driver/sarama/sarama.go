@@ -30,6 +30,9 @@ type drv struct {
 	// abandoned are the group members of crash commands, kept open until
 	// the process is killed (or, in process, until Close).
 	abandoned []sarama.ConsumerGroup
+	// sec is the security the driver was opened with
+	// (driver.WithSecurity).
+	sec driver.Security
 }
 
 func baseConfig() *sarama.Config {
@@ -47,7 +50,12 @@ func baseConfig() *sarama.Config {
 // bootstrap.servers).
 func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 	addrs := strings.Split(bootstrap, ",")
-	client, err := sarama.NewClient(addrs, baseConfig())
+	sec := driver.SecurityFrom(ctx)
+	cfg := baseConfig()
+	if err := secure(cfg, sec); err != nil {
+		return nil, fmt.Errorf("sarama: %w", err)
+	}
+	client, err := sarama.NewClient(addrs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sarama: %w", err)
 	}
@@ -56,7 +64,7 @@ func Open(ctx context.Context, bootstrap string) (driver.Driver, error) {
 		client.Close()
 		return nil, fmt.Errorf("sarama: %w", err)
 	}
-	return &drv{addrs: addrs, client: client, admin: admin, producers: map[string]*txnProducer{}}, nil
+	return &drv{addrs: addrs, client: client, admin: admin, producers: map[string]*txnProducer{}, sec: sec}, nil
 }
 
 func (d *drv) Client() string { return Client }
@@ -266,6 +274,9 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 	if manual {
 		cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	}
+	if err := secure(cfg, d.sec); err != nil {
+		return driver.ProduceResult{}, err
+	}
 	p, err := sarama.NewSyncProducer(d.addrs, cfg)
 	if err != nil {
 		return driver.ProduceResult{}, kafkaErr(err)
@@ -343,6 +354,9 @@ func (d *drv) Consume(ctx context.Context, req driver.Consume) (driver.ConsumeRe
 		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
 	cfg.RackID = req.Rack
+	if err := secure(cfg, d.sec); err != nil {
+		return driver.ConsumeResult{}, err
+	}
 	c, err := sarama.NewConsumer(d.addrs, cfg)
 	if err != nil {
 		return driver.ConsumeResult{}, kafkaErr(err)

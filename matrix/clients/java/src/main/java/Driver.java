@@ -177,9 +177,49 @@ public final class Driver {
     /** Group members of crash commands: never closed; the process is killed. */
     final List<KafkaConsumer<byte[], byte[]>> abandoned = new ArrayList<>();
 
-    Driver(String bootstrap) {
+    /** The client configs of hello's security (driver.Security), added to every client's. */
+    final Properties sec;
+
+    Driver(String bootstrap, JsonNode security) {
         this.bootstrap = bootstrap;
         this.txn = new TxnOps(bootstrap);
+        this.sec = securityConfigs(security);
+    }
+
+    /**
+     * Returns Kafka's client configs for hello's security: security.protocol,
+     * sasl.mechanism with a PlainLoginModule or ScramLoginModule sasl.jaas.config,
+     * and PEM trust and key stores (KIP-651) for TLS.
+     */
+    static Properties securityConfigs(JsonNode s) {
+        Properties p = new Properties();
+        String protocol = s == null ? "" : s.path("protocol").asText("");
+        if (protocol.isEmpty()) {
+            return p;
+        }
+        p.put("security.protocol", protocol);
+        if (protocol.startsWith("SASL_")) {
+            String mech = s.path("mechanism").asText("");
+            String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule";
+            p.put("sasl.mechanism", mech);
+            p.put("sasl.jaas.config", module + " required username=\"" + jaasQuote(s.path("username").asText(""))
+                + "\" password=\"" + jaasQuote(s.path("password").asText("")) + "\";");
+        }
+        if (protocol.equals("SSL") || protocol.equals("SASL_SSL")) {
+            p.put("ssl.truststore.type", "PEM");
+            p.put("ssl.truststore.certificates", s.path("ca_pem").asText(""));
+            if (!s.path("cert_pem").asText("").isEmpty()) {
+                p.put("ssl.keystore.type", "PEM");
+                p.put("ssl.keystore.certificate.chain", s.path("cert_pem").asText(""));
+                p.put("ssl.keystore.key", s.path("key_pem").asText(""));
+            }
+        }
+        return p;
+    }
+
+    static String jaasQuote(String v) {
+        return v.replace("\\", "\\\\").replace("\"", "\\\"");
     }
 
     /** Returns the admin client, created on first use so hello needs no broker. */
@@ -190,6 +230,7 @@ public final class Driver {
             p.put(AdminClientConfig.CLIENT_ID_CONFIG, "matrix-java-admin");
             p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
             p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) ADMIN_WAIT_MS);
+            p.putAll(sec);
             admin = Admin.create(p);
         }
         return admin;
@@ -311,6 +352,7 @@ public final class Driver {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "matrix-java-producer");
+        p.putAll(sec);
         p.put(ProducerConfig.ACKS_CONFIG, acks == -1 ? "all" : Integer.toString(acks));
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, a.path("idempotent").asBoolean(false) || !txn.isEmpty());
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
@@ -431,6 +473,7 @@ public final class Driver {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "matrix-java-consumer");
+        p.putAll(sec);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
@@ -809,7 +852,7 @@ public final class Driver {
                             throw new DriverException("CLIENT_ERROR", "protocol " + args.path("protocol")
                                 + " requested, this driver speaks " + PROTOCOL);
                         }
-                        d = new Driver(args.path("bootstrap").asText());
+                        d = new Driver(args.path("bootstrap").asText(), args.path("security"));
                         result = JSON.createObjectNode();
                         result.put("client", CLIENT);
                         result.put("protocol", PROTOCOL);

@@ -1,0 +1,163 @@
+package matrix_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cascade-kafka/cascade/matrix"
+	"github.com/cascade-kafka/cascade/matrix/apachekafka"
+)
+
+// securityClients are the clients whose drivers take driver.Security.
+var securityClients = []string{"franz-go", "sarama", "confluent-kafka-go", "python-confluent-kafka", "python-kafka-python", "java"}
+
+// TestSecurityMatrix runs the security cells (matrix.SecurityScenarios) on
+// each selected target started with the same secured listeners
+// (matrix.SecurityOverrides): SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and
+// SCRAM-SHA-512, SSL with client certificates, SASL_SSL with SCRAM-SHA-512,
+// and the same connections refused with a wrong password or no
+// certificate. SCRAM users are created with kadm and with Kafka's own
+// kafka-configs tool. A cell failing on Apache Kafka, or failing elsewhere
+// while it passes on Apache Kafka, fails the test.
+func TestSecurityMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the security matrix starts brokers; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var clients []string
+	for _, c := range matrix.SelectedClients(securityClients) {
+		for _, s := range securityClients {
+			if c == s {
+				clients = append(clients, c)
+			}
+		}
+	}
+	if len(clients) == 0 {
+		t.Skip("none of the selected clients' drivers take security settings (" + strings.Join(securityClients, ", ") + ")")
+	}
+	dir := reportDir(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oracle := map[string]matrix.Cell{}
+	for _, target := range matrix.SelectedTargets() {
+		if target == matrix.TargetExternal {
+			continue
+		}
+		ov, setup, err := matrix.SecurityOverrides(t, target, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		inst, err := matrix.StartTargetWith(ctx, t, target, ov)
+		if err != nil {
+			t.Errorf("target %s with secured listeners: %v", target, err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "matrix: %s with secured listeners at %s, %s, %s started in %v\n", target,
+			setup.SASLPlaintext, setup.SSL, setup.SASLSSL, time.Since(start).Round(time.Millisecond))
+		if err := addScramUsers(ctx, inst.Bootstrap()); err != nil {
+			t.Fatalf("%s: SCRAM users: %v", target, err)
+		}
+		if err := kafkaConfigsScramUser(ctx, inst.Bootstrap()); err != nil {
+			t.Fatalf("%s: kafka-configs --add-config SCRAM-SHA-512: %v", target, err)
+		}
+		h, err := matrix.NewHistory(filepath.Join(dir, target+".security.history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := matrix.NewEnv(target, inst.Bootstrap())
+		env.Parallel = 2
+		matrix.SetSecureSetup(env, setup)
+		cells, _ := matrix.Run(ctx, env, clients, matrix.SecurityScenarios(), h, os.Stderr)
+		if err := h.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := inst.Stop(); err != nil {
+			t.Errorf("stop %s: %v", target, err)
+		}
+		for _, c := range cells {
+			t.Logf("%s: %s %s: %s %s", target, c.Scenario, c.Client, c.Status, c.Detail)
+			if target == matrix.TargetApacheKafka {
+				oracle[c.Key()] = c
+				if c.Status == matrix.StatusFail {
+					t.Errorf("%s: %s %s fails on Apache Kafka (the cell or the driver is wrong): %s", target, c.Scenario, c.Client, c.Detail)
+				}
+				continue
+			}
+			if c.Status != matrix.StatusFail {
+				continue
+			}
+			if o, ok := oracle[c.Key()]; ok && o.Status != matrix.StatusPass {
+				t.Logf("%s: %s %s fails here and on Apache Kafka (%s): %s", target, c.Scenario, c.Client, o.Status, c.Detail)
+				continue
+			}
+			t.Errorf("%s: %s %s fails: %s", target, c.Scenario, c.Client, c.Detail)
+		}
+	}
+}
+
+// addScramUsers creates the SCRAM-SHA-256 and SCRAM-SHA-512 users with
+// AlterUserScramCredentials through kadm.
+func addScramUsers(ctx context.Context, bootstrap string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: matrix.Scram256User, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: matrix.Scram256Password},
+		{User: matrix.Scram512User, Mechanism: kadm.ScramSha512, Iterations: 8192, Password: matrix.Scram512Password},
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w", r.User, r.Err)
+		}
+	}
+	return nil
+}
+
+// kafkaConfigsScramUser creates ToolScramUser as an operator does, with
+// Kafka's kafka-configs tool (org.apache.kafka.tools.ConfigCommand) from the
+// matrix's Kafka jars, then checks with DescribeUserScramCredentials that
+// the broker stored it.
+func kafkaConfigsScramUser(ctx context.Context, bootstrap string) error {
+	dist, err := apachekafka.Ensure(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := dist.Run(ctx, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--alter",
+		"--add-config", "SCRAM-SHA-512=[iterations=4096,password="+matrix.ToolScramPassword+"]",
+		"--entity-type", "users", "--entity-name", matrix.ToolScramUser); err != nil {
+		return err
+	}
+	// kafka-configs --describe of a user also asks for its client
+	// quotas (DescribeClientQuotas), which Cascade does not serve; the
+	// credential is checked with DescribeUserScramCredentials instead.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	described, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx, matrix.ToolScramUser)
+	if err != nil {
+		return err
+	}
+	d := described[matrix.ToolScramUser]
+	if d.Err != nil || len(d.CredInfos) != 1 || d.CredInfos[0].Mechanism != kadm.ScramSha512 || d.CredInfos[0].Iterations != 4096 {
+		return fmt.Errorf("DescribeUserScramCredentials after kafka-configs: %+v", d)
+	}
+	return nil
+}
