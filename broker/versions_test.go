@@ -111,6 +111,23 @@ func TestEveryAdvertisedVersionIsServed(t *testing.T) {
 				r.Acks = 1
 			case *kmsg.ApiVersionsRequest:
 				r.ClientSoftwareName, r.ClientSoftwareVersion = "v", "1"
+			// Kafka closes the connection on an ACL request with an
+			// UNKNOWN (zero) enum, so these name a topic ACL.
+			case *kmsg.DescribeACLsRequest:
+				r.ResourceType, r.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeLiteral
+				r.Operation, r.PermissionType = kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
+			case *kmsg.CreateACLsRequest:
+				for i := range r.Creations {
+					c := &r.Creations[i]
+					c.ResourceType, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeLiteral
+					c.Operation, c.PermissionType = kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
+				}
+			case *kmsg.DeleteACLsRequest:
+				for i := range r.Filters {
+					f := &r.Filters[i]
+					f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeLiteral
+					f.Operation, f.PermissionType = kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
+				}
 			}
 			name := kmsg.NameForKey(api.Key)
 			h := wire.RequestHeader{Key: api.Key, Version: v, CorrelationID: 1, ClientID: &id, Flexible: req.IsFlexible()}
