@@ -142,12 +142,15 @@ func (w *Workload) copy(ctx context.Context, i int) error {
 		// the session unusable); the run's end is honoured between
 		// transactions.
 		octx := context.WithoutCancel(ctx)
-		// A copy that fails (refused by the broker, timed out, or never
-		// buffered) aborts the transaction, as in franz-go's
+		// A copy that fails aborts the transaction, as in franz-go's
 		// GroupTransactSession example and as Kafka's
 		// KafkaProducer.commitTransaction refuses to commit once a send
-		// failed: committing would commit the group's offsets past
-		// records whose copies are not in the transaction.
+		// failed. franz-go fails some records without failing the
+		// producer id (a request never sent because the connection to
+		// the leader's address was closed at once, while its broker is
+		// down), and End(TryCommit) would then commit the group's
+		// offsets past records whose copies are in no partition of the
+		// transaction.
 		produced := kgo.AbortingFirstErrPromise(sess.Client())
 		fs.EachRecord(func(r *kgo.Record) {
 			sess.Produce(octx, &kgo.Record{Topic: w.CopyTopic, Partition: r.Partition,
