@@ -142,12 +142,26 @@ func (w *Workload) copy(ctx context.Context, i int) error {
 		// the session unusable); the run's end is honoured between
 		// transactions.
 		octx := context.WithoutCancel(ctx)
+		// A copy that fails aborts the transaction, as in franz-go's
+		// GroupTransactSession example and as Kafka's
+		// KafkaProducer.commitTransaction refuses to commit once a send
+		// failed. franz-go fails some records without failing the
+		// producer id (a request never sent because the connection to
+		// the leader's address was closed at once, while its broker is
+		// down), and End(TryCommit) would then commit the group's
+		// offsets past records whose copies are in no partition of the
+		// transaction.
+		produced := kgo.AbortingFirstErrPromise(sess.Client())
 		fs.EachRecord(func(r *kgo.Record) {
 			sess.Produce(octx, &kgo.Record{Topic: w.CopyTopic, Partition: r.Partition,
-				Key: []byte(copyKey(r.Partition, r.Offset)), Value: r.Value}, nil)
+				Key: []byte(copyKey(r.Partition, r.Offset)), Value: r.Value}, produced.Promise())
 		})
 		began := time.Now()
-		ok, err := sess.End(octx, kgo.TryCommit)
+		perr := produced.Err()
+		if perr != nil {
+			w.logf("%s: a copy of a transaction of %d records failed: %v; aborting it", name, n, perr)
+		}
+		ok, err := sess.End(octx, kgo.TransactionEndTry(perr == nil))
 		w.copies.note(n, ok, err, w.Rec.Now())
 		if d := time.Since(began); d > 5*time.Second {
 			w.logf("%s: a transaction of %d records ended (committed: %v) after %v", name, n, ok, d.Round(time.Millisecond))
