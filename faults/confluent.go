@@ -17,6 +17,11 @@ import (
 // turns into an unknown outcome instead of a stuck producer.
 const confluentMessageTimeout = 4 * time.Second
 
+// confluentStuckAfter is how many deliveries in a row may time out before
+// the producer is replaced: three message timeouts, well inside the
+// liveness bound after the final heal.
+const confluentStuckAfter = 3
+
 // confluentConfig is the producer configuration: idempotent, acks=all, no
 // batching delay, and timeouts and backoffs scaled to faults that last a
 // second or two. request.timeout.ms (a topic property librdkafka accepts
@@ -99,6 +104,7 @@ func (w *Workload) produceConfluent(ctx context.Context, i int) error {
 		}
 	}()
 	topic := w.Topic
+	timedOut := 0 // deliveries timed out in a row
 	for n := 0; ctx.Err() == nil; n++ {
 		if cp == nil {
 			var err error
@@ -127,6 +133,21 @@ func (w *Workload) produceConfluent(ctx context.Context, i int) error {
 			return err
 		}
 		w.count(op.Outcome == lin.OutcomeOK)
+		if op.Error != nil && op.Error.Code == kafka.ErrMsgTimedOut.String() {
+			timedOut++
+		} else {
+			timedOut = 0
+		}
+		if timedOut >= confluentStuckAfter {
+			// librdkafka's idempotent producer can stay wedged after
+			// a run of faults, its deliveries timing out with every
+			// broker up again and other clients served (seen on Apache
+			// Kafka and on Cascade alike, its log saying a partition's
+			// leader is "not found in cache"): an application restarts
+			// such a client, and so does the workload.
+			w.logf("%s: replacing the producer after %d deliveries timed out in a row", name, timedOut)
+			replace, timedOut = true, 0
+		}
 		if replace {
 			w.logf("%s: replacing the producer (fatal error: %v)", name, cp.p.GetFatalError())
 			w.closeConfluent(name, cp)
