@@ -58,7 +58,7 @@ func ScenariosFor(target string, all []Scenario, full bool) []Scenario {
 	var out []Scenario
 	for _, s := range all {
 		switch {
-		case s.Cluster && !onCluster:
+		case s.Cluster && !onCluster, s.SingleNode && onCluster:
 		case onCluster && !s.Cluster && !full && !matchID(s.ID, ClusterDefaultScenarios):
 		default:
 			out = append(out, s)

@@ -75,6 +75,11 @@ type Scenario struct {
 	// (IsClusterTarget): they need several brokers, and the fault ones
 	// stop and start nodes (Env.Cluster).
 	Cluster bool
+	// SingleNode marks a scenario only one broker can run: its setting
+	// cannot hold on a cluster target (the ACL cells: a KRaft quorum
+	// with StandardAuthorizer forms only when its PLAINTEXT principal,
+	// User:ANONYMOUS, is a super user, which every client then is too).
+	SingleNode bool
 }
 
 // Env is what scenarios share within one target run.
@@ -199,7 +204,7 @@ func (e *Env) Variant(ctx context.Context) (string, error) {
 	defer cancel()
 	inst, err := e.variantStart(sctx)
 	if err != nil {
-		e.variantErr = fmt.Errorf("start the %s variant (%v): %w", e.Target, VariantOverrides, err)
+		e.variantErr = fmt.Errorf("start the %s variant (%v): %w", e.Target, VariantOverridesFor(e.Target), err)
 		return "", e.variantErr
 	}
 	e.variant = inst

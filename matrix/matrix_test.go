@@ -93,7 +93,7 @@ func TestMatrix(t *testing.T) {
 			target := target
 			env.SetVariant(func(ctx context.Context) (matrix.Instance, error) {
 				start := time.Now()
-				v, err := matrix.StartTargetWith(ctx, t, target, matrix.VariantOverrides)
+				v, err := matrix.StartTargetWith(ctx, t, target, matrix.VariantOverridesFor(target))
 				if err == nil {
 					fmt.Fprintf(os.Stderr, "matrix: %s variant at %s started in %v\n", target, v.Bootstrap(), time.Since(start).Round(time.Millisecond))
 				}

@@ -72,8 +72,9 @@ func createACLs(ctx context.Context, bootstrap string, b *kadm.ACLBuilder) error
 // every operation on a prefix takes and returns a record. The denial
 // overrides the allow the prefix also gives the denied topic.
 var aclDeniedScenario = Scenario{
-	ID:    "12.acl-denied-topic",
-	Title: "a topic denied to User:ANONYMOUS fails produce and consume with TOPIC_AUTHORIZATION_FAILED; a prefix-allowed topic works",
+	ID:         "12.acl-denied-topic",
+	SingleNode: true,
+	Title:      "a topic denied to User:ANONYMOUS fails produce and consume with TOPIC_AUTHORIZATION_FAILED; a prefix-allowed topic works",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
 		prefix := e.Topic("acl-" + d.Client())
@@ -147,8 +148,9 @@ var groupAuthFaults = map[string]string{
 // fails with GROUP_AUTHORIZATION_FAILED (JoinGroup or FindCoordinator), as
 // KafkaApis refuses a member the group's READ.
 var aclGroupScenario = Scenario{
-	ID:    "12.acl-denied-group",
-	Title: "a group denied to User:ANONYMOUS fails the client's group consume with GROUP_AUTHORIZATION_FAILED",
+	ID:         "12.acl-denied-group",
+	SingleNode: true,
+	Title:      "a group denied to User:ANONYMOUS fails the client's group consume with GROUP_AUTHORIZATION_FAILED",
 	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 		ctx = WithoutHistory(ctx)
 		topic := e.Topic("aclg-" + d.Client())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -92,6 +93,21 @@ var VariantOverrides = map[string]string{
 	// resources without ACLs stay open to the variant's other cells.
 	"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 	"allow.everyone.if.no.acl.found": "true",
+}
+
+// VariantOverridesFor returns VariantOverrides for target: on a cluster
+// target without the authorizer, since a KRaft quorum whose controllers
+// run StandardAuthorizer forms only with its PLAINTEXT principal as a
+// super user (Kafka answers the quorum's Fetch with
+// AuthorizerNotReadyException until then), and the ACL cells that need
+// it run on one broker only (Scenario.SingleNode).
+func VariantOverridesFor(target string) map[string]string {
+	out := maps.Clone(VariantOverrides)
+	if IsClusterTarget(target) {
+		delete(out, "authorizer.class.name")
+		delete(out, "allow.everyone.if.no.acl.found")
+	}
+	return out
 }
 
 // StartTarget starts the named target with BrokerOverrides.
