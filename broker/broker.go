@@ -274,7 +274,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if b.cluster != nil {
 		b.cluster.previousEpoch = b.logs.previousBrokerEpoch()
-		b.cluster.startBrokerSide(env)
+		b.cluster.startBrokerSide(env, b.endpoints(bc))
 	}
 	logUnserved(b.logger, bc, b.cluster != nil)
 	b.logger.Info("cascade broker started", "node.id", bc.NodeID, "listener", b.ln.Addr().String(),

@@ -42,7 +42,11 @@ type clusterNode struct {
 	clusterID string
 	voters    map[uint64]string
 	self      int32
-	dial      DialFunc // Config.Dial: every connection to another node
+	dial      DialFunc // Config.Dial: every TCP connection to another node
+	// ctlDial dials another node's controller listener and peerDial
+	// another broker's inter-broker listener, each with that listener's
+	// security (clusterDialers).
+	ctlDial, peerDial DialFunc
 
 	*controllerPart // nil on a broker-only node
 	*brokerPart     // nil on a controller-only node
@@ -95,6 +99,10 @@ func startClusterNode(ctx context.Context, bc *config.Broker, dial DialFunc, log
 	c := &bc.Cluster
 	n := &clusterNode{bc: bc, logger: loggers.Logger("cascade.cluster"), clusterID: clusterIDFor(bc),
 		voters: map[uint64]string{}, self: bc.NodeID, dial: dial}
+	var err error
+	if n.ctlDial, n.peerDial, err = clusterDialers(bc, dial, n.logger); err != nil {
+		return nil, err
+	}
 	for _, v := range c.Voters {
 		n.voters[uint64(v.ID)] = v.Addr()
 	}
@@ -108,7 +116,6 @@ func startClusterNode(ctx context.Context, bc *config.Broker, dial DialFunc, log
 			n.close()
 		}
 	}()
-	var err error
 	switch {
 	case c.Roles.Controller:
 		err = n.startController(ctx, loggers)
@@ -129,10 +136,12 @@ func startClusterNode(ctx context.Context, bc *config.Broker, dial DialFunc, log
 }
 
 // startBrokerSide starts the broker lifecycle once env (the client
-// listener's handlers) exists. On a combined node the controller listener
+// listener's handlers) exists; the broker registers endpoints, one per
+// client listener. On a combined node the controller listener
 // answers forwarded requests with the same handlers over the ctl store.
-func (n *clusterNode) startBrokerSide(env *handler.Env) {
+func (n *clusterNode) startBrokerSide(env *handler.Env, endpoints []metadata.Endpoint) {
 	n.env.Store(env)
+	n.endpoints = endpoints
 	if n.controllerPart != nil {
 		ce := *env
 		ce.Meta = n.ctl
@@ -204,11 +213,28 @@ func (n *clusterNode) ControllerID() int32 {
 }
 
 // LiveBrokers implements handler.Cluster: the unfenced registrations of the
-// broker side's image, with their endpoint of this node's client listener
-// name, as Kafka's MetadataCache lists alive brokers of the listener the
-// request came in on.
+// broker side's image, with their endpoint of this node's first client
+// listener. Each client listener answers through a listenerView, which
+// lists the endpoints of its own listener.
 func (n *clusterNode) LiveBrokers() []handler.BrokerAddr {
-	name := n.bc.BrokerListeners()[0].Name
+	return n.liveOn(n.bc.BrokerListeners()[0].Name)
+}
+
+// listenerView is the handler.Cluster of one client listener: as Kafka's
+// MetadataCache lists alive brokers by the listener a request came in on,
+// a client of the SASL_SSL listener is given every broker's SASL_SSL
+// endpoint in Metadata, FindCoordinator and DescribeCluster.
+type listenerView struct {
+	*clusterNode
+	name string
+}
+
+func (v listenerView) LiveBrokers() []handler.BrokerAddr { return v.liveOn(v.name) }
+
+// liveOn lists the live brokers with their endpoint of listener name; a
+// broker that registered no such endpoint is left out, as Kafka's
+// MetadataCache leaves out a broker without the listener.
+func (n *clusterNode) liveOn(name string) []handler.BrokerAddr {
 	var out []handler.BrokerAddr
 	for _, b := range n.broker.Image().Brokers() {
 		if b.Fenced {

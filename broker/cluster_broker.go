@@ -152,7 +152,6 @@ func (n *clusterNode) runLifecycle() {
 }
 
 func (n *clusterNode) register(addr string, incarnation [16]byte) {
-	env := n.env.Load()
 	r := kmsg.NewPtrBrokerRegistrationRequest()
 	r.SetVersion(4)
 	r.BrokerID, r.ClusterID, r.IncarnationID = n.self, n.clusterID, incarnation
@@ -161,10 +160,11 @@ func (n *clusterNode) register(addr string, incarnation [16]byte) {
 		rack := n.bc.Cluster.Rack
 		r.Rack = &rack
 	}
-	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port = n.bc.BrokerListeners()[0].Name, env.Host, uint16(env.Port)
-	l.SecurityProtocol = metadata.ProtocolPlaintext
-	r.Listeners = append(r.Listeners, l)
+	for _, e := range n.endpoints {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
+		r.Listeners = append(r.Listeners, l)
+	}
 	f := kmsg.NewBrokerRegistrationRequestFeature()
 	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = "metadata.version", 1, metadata.MetadataVersion
 	r.Features = append(r.Features, f)
@@ -298,16 +298,7 @@ func (d *clusterDispatcher) forwardOnce(ctx context.Context, wr *wire.Request) (
 		}
 		return d.n.ctlEnv.Load().Dispatch(ctx, wr)
 	}
-	body, err := d.n.forwards.roundTrip(ctx, addr, wr.Header.Key, wr.Header.Version, wr.Body)
-	if err != nil {
-		return wire.Response{}, err
-	}
-	resp := kmsg.ResponseForKey(wr.Header.Key)
-	resp.SetVersion(wr.Header.Version)
-	if err := resp.ReadFrom(body); err != nil {
-		return wire.Response{}, err
-	}
-	return wire.Response{Msg: resp}, nil
+	return d.n.forwardEnveloped(ctx, addr, wr)
 }
 
 // hasNotController reports whether a forwarded answer says NOT_CONTROLLER

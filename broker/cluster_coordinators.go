@@ -57,9 +57,9 @@ func (p *txnPeers) close() {
 	}
 }
 
-// brokerAddr returns the client listener address of live broker id.
+// brokerAddr returns the inter-broker listener address of live broker id.
 func (n *clusterNode) brokerAddr(id int32) (string, error) {
-	for _, b := range n.LiveBrokers() {
+	for _, b := range n.liveOn(n.bc.Cluster.InterBrokerListener) {
 		if b.ID == id {
 			return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), nil
 		}

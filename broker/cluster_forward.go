@@ -42,6 +42,12 @@ func forwardDeadline(wr *wire.Request) time.Duration {
 // names. A request that does not decode (the handlers would have refused
 // it) has no answer, and its connection is closed.
 func timedOutAnswer(wr *wire.Request) (wire.Response, bool) {
+	return errorAnswer(wr, kerr.RequestTimedOut.Code)
+}
+
+// errorAnswer is a forwarded request's error response with code on every
+// item it names, as Kafka's AbstractRequest.getErrorResponse.
+func errorAnswer(wr *wire.Request, code int16) (wire.Response, bool) {
 	req := kmsg.RequestForKey(wr.Header.Key)
 	if req == nil {
 		return wire.Response{}, false
@@ -50,7 +56,6 @@ func timedOutAnswer(wr *wire.Request) (wire.Response, bool) {
 	if req.ReadFrom(wr.Body) != nil {
 		return wire.Response{}, false
 	}
-	code := kerr.RequestTimedOut.Code
 	msg := kafkaMessage(code)
 	var resp kmsg.Response
 	switch r := req.(type) {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/controller"
 	"github.com/cascade-kafka/cascade/broker/handler"
 	"github.com/cascade-kafka/cascade/broker/metadata"
@@ -108,21 +109,45 @@ func (n *clusterNode) serveController() {
 				n.connsMu.Unlock()
 				conn.Close()
 			}()
-			n.serveControllerConn(conn)
+			sc, r, id, err := wire.SecureConn(n.ctx, conn, &n.sec.Wire, controllerHandshakeTimeout)
+			if err != nil {
+				n.authRefused(conn.RemoteAddr(), err)
+				return
+			}
+			n.serveControllerConn(sc, r, id)
 		})
 	}
 }
 
-// serveControllerConn serves one connection of the controller listener:
+// controllerHandshakeTimeout bounds the TLS handshake and SASL exchange
+// of a controller listener connection.
+const controllerHandshakeTimeout = 10 * time.Second
+
+// authRefused logs a controller listener connection whose TLS handshake or
+// SASL exchange failed: a node with the wrong certificate or password is a
+// misconfiguration the operator must see, at most one warning per remote
+// host and reason every frameWarnEvery.
+func (n *clusterNode) authRefused(remote net.Addr, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || n.ctx.Err() != nil {
+		return
+	}
+	host, _, _ := net.SplitHostPort(remote.String())
+	if errors.Is(err, wire.ErrAuthentication) && n.frameWarn.allow(host+err.Error(), time.Now()) {
+		n.logger.Warn("controller listener refused a connection that failed to authenticate", "remote", remote, "err", err)
+		return
+	}
+	n.logger.Debug("controller listener connection closed before it authenticated", "remote", remote, "err", err)
+}
+
+// serveControllerConn serves one authenticated connection of the
+// controller listener, r holding what was read after authentication:
 // quorum frames (api key quorum.APIKey) go to the raft transport, Kafka
 // requests are answered in order. When a connection that carried a
 // broker's heartbeats ends, the active controller probes that broker
 // (probeGone).
-func (n *clusterNode) serveControllerConn(conn net.Conn) {
-	r := bufio.NewReaderSize(conn, 64<<10)
+func (n *clusterNode) serveControllerConn(conn net.Conn, r *bufio.Reader, id wire.Identity) {
 	w := bufio.NewWriter(conn)
 	broker, epoch := int32(-1), int64(-1)
-	id := wire.PlaintextIdentity(conn, n.bc.Cluster.ControllerListenerNames[0])
 	defer func() {
 		if broker >= 0 && n.ctx.Err() == nil {
 			n.wg.Go(func() { n.active.probeGone(broker, epoch) })
@@ -135,6 +160,11 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 				n.logger.Debug("controller connection closed", "remote", conn.RemoteAddr(), "err", err)
 			}
 			return
+		}
+		if key, _ := quorum.FrameAPIKey(frame); key == quorum.APIKey || key == quorum.ObserverFetchAPIKey {
+			if !n.quorumAllowed(id) {
+				return
+			}
 		}
 		if key, _ := quorum.FrameAPIKey(frame); key == quorum.APIKey {
 			if err := n.tr.HandleFrame(n.ctx, frame); err != nil {
@@ -153,7 +183,7 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 		if err != nil {
 			return
 		}
-		if forwardedKeys[h.Key] && senderGone(conn, r) {
+		if (forwardedKeys[h.Key] || h.Key == envelopeKey) && senderGone(conn, r) {
 			n.logger.Info("dropped a forwarded request whose sender gave up on it", "api", kmsg.NameForKey(h.Key), "remote", conn.RemoteAddr())
 			return
 		}
@@ -176,6 +206,23 @@ func (n *clusterNode) serveControllerConn(conn net.Conn) {
 			}
 		}
 	}
+}
+
+// quorumAllowed reports whether the connection's principal may send quorum
+// frames: with an authorizer, CLUSTER_ACTION on the Cluster, as Kafka's
+// ControllerApis requires of Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch
+// and FetchSnapshot. Cascade's quorum frames are not Kafka requests and
+// have no error answer, so a refused principal's connection is closed,
+// with a warning.
+func (n *clusterNode) quorumAllowed(id wire.Identity) bool {
+	if n.authz == nil || n.authz.Authorize(acl.Session{Principal: id.Principal, Host: id.Host}, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
+		return true
+	}
+	if n.frameWarn.allow("quorum-denied "+id.Principal, time.Now()) {
+		n.logger.Warn("refused quorum traffic from a principal without CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED)",
+			"principal", id.Principal, "host", id.Host)
+	}
+	return false
 }
 
 // frameRefused logs a quorum or observer frame this listener refused. A
@@ -250,6 +297,7 @@ var controllerAPIs = []handler.API{
 // at the handlers' versions, controllerAPIs at theirs.
 func controllerVersions() []handler.API {
 	out := append([]handler.API(nil), controllerAPIs...)
+	out = append(out, handler.API{Key: envelopeKey, Min: 0, Max: 0}) // served to brokers only
 	for _, a := range handler.APIs() {
 		if forwardedKeys[a.Key] {
 			out = append(out, handler.API{Key: a.Key, Min: a.Min, Max: a.Max})
@@ -289,6 +337,9 @@ func (n *clusterNode) handleControllerRequest(wr *wire.Request, broker *int32, e
 	h, body := wr.Header, wr.Body
 	if h.Key == 18 {
 		return apiVersions(h, body)
+	}
+	if h.Key == envelopeKey && h.Version == 0 {
+		return n.answerEnvelope(wr, body)
 	}
 	if !slices.ContainsFunc(controllerAPIs, func(a handler.API) bool { return a.Key == h.Key && h.Version >= a.Min && h.Version <= a.Max }) &&
 		!forwardedKeys[h.Key] {

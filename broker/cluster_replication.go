@@ -35,8 +35,8 @@ func newReplication(bc *config.Broker, parts *partition.Manager, n *clusterNode,
 		NumFetchers:           int(r.NumFetchers),
 		Logger:                logger,
 		Now:                   cfg.Now,
-		Dial:                  n.dial,
-	}, parts, &alterSender{n: n, client: newCtlClient("cascade-alter-partition-"+strconv.Itoa(int(n.self)), timeout, n.dial)})
+		Dial:                  n.peerDial,
+	}, parts, &alterSender{n: n, client: newCtlClient("cascade-alter-partition-"+strconv.Itoa(int(n.self)), timeout, n.ctlDial)})
 }
 
 // alterSender sends a leader's AlterPartition to the active controller's

@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/handler"
 	"github.com/cascade-kafka/cascade/broker/logging"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/quorum"
+	"github.com/cascade-kafka/cascade/broker/security"
 	"github.com/cascade-kafka/cascade/broker/wire"
 )
 
@@ -22,10 +24,14 @@ import (
 // the quorum feeds, and the active controller that runs on it while this
 // node leads. Its methods sit on clusterNode, which embeds it.
 type controllerPart struct {
-	ctl    *metadata.Store
-	tr     *quorum.TCPTransport
-	raft   *quorum.Node
-	ln     net.Listener
+	ctl  *metadata.Store
+	tr   *quorum.TCPTransport
+	raft *quorum.Node
+	ln   net.Listener
+	sec  *security.Secured // the controller listener's security
+	// authz authorizes the quorum's traffic from the controller's own
+	// image, before the handlers exist; nil without an authorizer.
+	authz  *acl.Authorizer
 	active *activeController
 
 	ctlEnv atomic.Pointer[handler.Env] // the handlers of forwarded requests, with Meta = ctl
@@ -45,6 +51,9 @@ type brokerPart struct {
 	observer *quorum.Observer // nil on a combined node: the voter feeds the store
 
 	env atomic.Pointer[handler.Env] // the broker side's, once Start built it
+	// endpoints are the client listeners' advertised endpoints, which the
+	// broker registers; set with env.
+	endpoints []metadata.Endpoint
 
 	heartbeats *ctlClient // broker lifecycle requests
 	forwards   *ctlClient // forwarded admin requests and auto-creation
@@ -63,9 +72,9 @@ func newBrokerPart(n *clusterNode, loggers *logging.Levels) *brokerPart {
 	}
 	p := &brokerPart{
 		broker:     metadata.NewReplica(&brokerWriter{n: n}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")}),
-		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout, n.dial),
-		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second, n.dial),
-		txnPeers:   newTxnPeers(n.self, n.dial),
+		heartbeats: newCtlClient("cascade-broker-"+strconv.Itoa(int(n.self)), timeout, n.ctlDial),
+		forwards:   newCtlClient("cascade-forward-"+strconv.Itoa(int(n.self)), 30*time.Second, n.ctlDial),
+		txnPeers:   newTxnPeers(n.self, n.peerDial),
 	}
 	p.epoch.Store(-1)
 	p.previousEpoch = -1
@@ -83,13 +92,17 @@ func (n *clusterNode) startController(ctx context.Context, loggers *logging.Leve
 	n.controllerPart = p
 	p.active = newActiveController(n)
 	p.ctl = metadata.NewReplica(&ctlWriter{a: p.active}, metadata.Options{Broker: n.bc, Logger: loggers.Logger("cascade.metadata")})
+	p.authz = newAuthorizer(n.bc, p.ctl)
 	var err error
+	if p.sec, err = n.controllerSecurity(c.ControllerListeners[0]); err != nil {
+		return fmt.Errorf("broker: controller listener: %w", err)
+	}
 	p.ln, err = wire.Listen(ctx, c.ControllerListeners[0].Addr(), int(n.bc.SocketReceiveBufferBytes))
 	if err != nil {
 		return fmt.Errorf("broker: controller listener: %w", err)
 	}
 	p.tr, err = quorum.NewTCPTransport(quorum.TransportConfig{NodeID: uint64(n.self), Voters: n.voters,
-		ClusterID: n.clusterID, Dial: n.dial, Logger: loggers.Logger("cascade.quorum")})
+		ClusterID: n.clusterID, Dial: n.ctlDial, Logger: loggers.Logger("cascade.quorum")})
 	if err != nil {
 		return err
 	}
@@ -125,6 +138,9 @@ func (p *controllerPart) close() error {
 	if p.ln != nil {
 		errs = append(errs, p.ln.Close())
 	}
+	if p.sec != nil {
+		p.sec.Close()
+	}
 	p.connsMu.Lock()
 	for c := range p.conns {
 		c.Close()
@@ -156,7 +172,7 @@ func (n *clusterNode) startObserver(ctx context.Context, loggers *logging.Levels
 	}
 	var err error
 	n.observer, err = quorum.StartObserver(quorum.ObserverConfig{NodeID: n.self, Voters: n.voters, ClusterID: n.clusterID,
-		MaxBytes: 1 << 20, MaxWait: observerWait, RequestTimeout: timeout, Backoff: c.Quorum.RetryBackoff, Dial: n.dial,
+		MaxBytes: 1 << 20, MaxWait: observerWait, RequestTimeout: timeout, Backoff: c.Quorum.RetryBackoff, Dial: n.ctlDial,
 		Logger: loggers.Logger("cascade.quorum")}, metaApp{n.broker})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/handler"
+	"github.com/cascade-kafka/cascade/broker/metadata"
 	"github.com/cascade-kafka/cascade/broker/security"
 	"github.com/cascade-kafka/cascade/broker/security/sasl"
 	"github.com/cascade-kafka/cascade/broker/wire"
@@ -20,29 +21,24 @@ type boundListener struct {
 	sec *security.Secured
 }
 
-// checkClusterSecurity refuses secured listeners on a node of a multi-node
-// cluster: its brokers reach each other and the controllers without TLS or
-// SASL, and publish one listener each.
+// checkClusterSecurity checks what a node of a multi-node cluster needs
+// of its listeners' security beyond a single node's: nothing more is
+// refused, since every listener is served with its own security and the
+// connections between nodes take the inter-broker and controller
+// listeners' (cluster_security.go); a client side that cannot be built is
+// refused when the node starts (clusterDialers).
 func checkClusterSecurity(bc *config.Broker) error {
 	if bc.Cluster.Standalone() {
 		return nil
 	}
-	for _, l := range bc.Listeners {
-		if l.SecurityProtocol != config.ProtocolPlaintext {
-			return fmt.Errorf("broker: listener %s uses %s: a multi-node Cascade cluster serves only PLAINTEXT listeners yet",
-				l.Name, l.SecurityProtocol)
-		}
-	}
-	return nil
+	_, _, err := clusterDialers(bc, nil, nil)
+	return err
 }
 
 // bindExtra binds the client listeners after the first (which Start binds
-// as b.ln): a single node serves every listener of listeners, each with
-// the security of its protocol, and advertises on each its own address.
+// as b.ln): a node serves every listener of listeners, each with the
+// security of its protocol, and advertises on each its own address.
 func (b *Broker) bindExtra(ctx context.Context, bc *config.Broker, listeners []config.Listener) error {
-	if b.cluster != nil {
-		return nil
-	}
 	for _, l := range listeners[1:] {
 		ln, err := wire.Listen(ctx, l.Addr(), int(bc.SocketReceiveBufferBytes))
 		if err != nil {
@@ -82,6 +78,10 @@ func (b *Broker) serveExtra(bc *config.Broker, env *handler.Env) {
 		lenv.Host, lenv.Port = advertisedFor(bc, bl.cfg.Name, bl.ln.Addr().(*net.TCPAddr))
 		wl := bl.sec.Wire
 		wl.Dispatcher = &lenv
+		if b.cluster != nil {
+			lenv.Cluster = listenerView{clusterNode: b.cluster, name: bl.cfg.Name}
+			wl.Dispatcher = &clusterDispatcher{n: b.cluster, env: &lenv}
+		}
 		go func() {
 			if err := b.srv.ServeListener(bl.ln, wl); err != nil && !errors.Is(err, wire.ErrServerClosed) {
 				b.logger.Error("client listener stopped", "listener", bl.cfg.Name, "err", err)
@@ -120,6 +120,32 @@ func advertisedAddr(l config.Listener, ok bool, bound *net.TCPAddr) (string, int
 		host = "localhost"
 	}
 	return host, int32(port)
+}
+
+// endpoints returns the advertised endpoint of every client listener, in
+// the order of listeners, as a broker registers them (Kafka's
+// BrokerRegistrationRequest carries every listener).
+func (b *Broker) endpoints(bc *config.Broker) []metadata.Endpoint {
+	var out []metadata.Endpoint
+	for _, bl := range append([]*boundListener{b.first}, b.extra...) {
+		host, port := advertisedFor(bc, bl.cfg.Name, bl.ln.Addr().(*net.TCPAddr))
+		out = append(out, metadata.Endpoint{Name: bl.cfg.Name, Host: host, Port: uint16(port), SecurityProtocol: protocolCode(bl.cfg.SecurityProtocol)})
+	}
+	return out
+}
+
+// protocolCode is the number of a security protocol name in a
+// registration, as Kafka's SecurityProtocol.
+func protocolCode(name string) int16 {
+	switch name {
+	case config.ProtocolSSL:
+		return metadata.ProtocolSSL
+	case config.ProtocolSASLPlaintext:
+		return metadata.ProtocolSASLPlaintext
+	case config.ProtocolSASLSSL:
+		return metadata.ProtocolSASLSSL
+	}
+	return metadata.ProtocolPlaintext
 }
 
 // ListenerAddr returns the bound address of a client listener by name, ""

@@ -34,7 +34,9 @@ var brokerDefs = newDefs(append([]*Def{
 		Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", HasDefault: true,
 		Doc: "Map from listener name to security protocol."},
 	&Def{Name: "inter.broker.listener.name", Type: TypeString,
-		Doc: "Listener used between brokers."},
+		Doc: "Listener used between brokers: a cluster node's replica fetchers and transaction requests dial the peer's " +
+			"endpoint of this listener with its security (TLS from its ssl.* keys, SASL with " +
+			"sasl.mechanism.inter.broker.protocol)."},
 	&Def{Name: "cluster.id", Type: TypeString, Validate: clusterID,
 		Doc: "Cascade: the cluster id to format a new data directory with, or to require of an existing one."},
 	&Def{Name: "cascade.admin.listener", Type: TypeString,

@@ -86,13 +86,19 @@ var securityDefs = []*Def{
 		Doc: "The SASL mechanisms SASL listeners accept; Cascade serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 " +
 			"and refuses a SASL listener with GSSAPI or OAUTHBEARER enabled."},
 	{Name: "sasl.mechanism.inter.broker.protocol", Type: TypeString, Default: "GSSAPI", HasDefault: true,
-		Doc: "The SASL mechanism brokers use between themselves on a SASL inter-broker listener."},
+		Doc: "The SASL mechanism brokers use between themselves on a SASL inter-broker listener: PLAIN, SCRAM-SHA-256 or " +
+			"SCRAM-SHA-512, logging in with the username and password of the listener's " +
+			"listener.name.<listener>.<mechanism>.sasl.jaas.config; a cluster node with another refuses to start."},
 	{Name: "sasl.mechanism.controller.protocol", Type: TypeString, Default: "GSSAPI", HasDefault: true,
-		Doc: "The SASL mechanism used to reach the controllers on a SASL controller listener."},
+		Doc: "The SASL mechanism used to reach the controllers (the quorum between controllers, and brokers' " +
+			"registration, heartbeats and forwarded requests) on a SASL controller listener, logging in as " +
+			"sasl.mechanism.inter.broker.protocol does with the controller listener's JAAS config."},
 	{Name: "sasl.jaas.config", Type: TypePassword, Sensitive: true,
 		Doc: "The JAAS login module of one listener's mechanism, given as " +
 			"listener.name.<listener>.<mechanism>.sasl.jaas.config: PlainLoginModule's user_<name>=\"password\" " +
-			"options are the PLAIN users; ScramLoginModule takes its credentials from the metadata log."},
+			"options are the PLAIN users; ScramLoginModule takes its credentials from the metadata log. On the " +
+			"inter-broker and controller listeners of a cluster node, its username and password options are " +
+			"what the node logs in to its peers with."},
 	{Name: "sasl.server.max.receive.size", Type: TypeInt, Default: "524288", HasDefault: true, Validate: atLeast(1),
 		Doc: "The largest frame a connection may send before it has authenticated."},
 	{Name: "connections.max.reauth.ms", Type: TypeLong, Default: "0", HasDefault: true, Validate: atLeast(0),

@@ -47,6 +47,12 @@ type ClusterOptions struct {
 	Overrides map[string]string
 	// NodeOverrides are entries for one node id, applied after Overrides.
 	NodeOverrides map[int]map[string]string
+	// ExtraListeners are listeners one broker node binds and advertises
+	// beside its PLAINTEXT and CONTROLLER ones, by node id
+	// ("NAME://host:port,..."; their protocols go in Overrides'
+	// listener.security.protocol.map). The cluster still waits for and
+	// addresses every node on its PLAINTEXT listener.
+	ExtraListeners map[int]string
 	// Dir holds one directory per node ("node-<id>"). Empty means a new
 	// temporary directory that Close removes.
 	Dir string
@@ -220,6 +226,10 @@ func (d *Dist) startCluster(ctx context.Context, opts ClusterOptions) (_ *Cluste
 	}
 	for _, n := range c.nodes {
 		props := NodeProperties(n, voters, brokers)
+		if extra := opts.ExtraListeners[n.ID]; extra != "" && n.IsBroker() {
+			props["listeners"] += "," + extra
+			props["advertised.listeners"] += "," + extra
+		}
 		for k, v := range opts.Overrides {
 			props[k] = v
 		}

@@ -32,6 +32,12 @@ type Options struct {
 	Overrides map[string]string
 	// NodeOverrides are entries for one node id, applied after Overrides.
 	NodeOverrides map[int]map[string]string
+	// ExtraListeners are listeners one broker node binds and advertises
+	// beside its PLAINTEXT and CONTROLLER ones, by node id
+	// ("NAME://host:port,..."; their protocols go in Overrides'
+	// listener.security.protocol.map). The cluster still waits for and
+	// addresses every node on its PLAINTEXT listener.
+	ExtraListeners map[int]string
 	// Dir holds one directory per node ("node-<id>"). Empty means a new
 	// temporary directory that Close removes.
 	Dir string
@@ -180,6 +186,10 @@ func start(ctx context.Context, bin string, opts Options) (_ *Cluster, err error
 	voters := c.voters()
 	for _, n := range c.nodes {
 		props := NodeProperties(n, voters, nodes)
+		if extra := opts.ExtraListeners[n.ID]; extra != "" {
+			props["listeners"] += "," + extra
+			props["advertised.listeners"] += "," + extra
+		}
 		for k, v := range opts.Overrides {
 			props[k] = v
 		}
