@@ -286,11 +286,20 @@ func namesTopics(wr *wire.Request) bool {
 }
 
 // forwardOnce sends the request to the active controller known now: this
-// node's own controller handlers when it is the leader.
+// node's own controller handlers when it is the leader. A client's request
+// goes in an Envelope with the client's principal; a request the broker
+// makes itself (no principal: auto-creation, internal topics) goes as it
+// is, authorized as this broker's principal on the controller listener, as
+// Kafka's broker sends it over its controller channel. With an authorizer
+// that holds on this node's own controller too, whose listener alone
+// knows the principal this node presents.
 func (d *clusterDispatcher) forwardOnce(ctx context.Context, wr *wire.Request) (wire.Response, error) {
 	id, addr, ok := d.n.leader()
 	if !ok {
 		return wire.Response{}, errors.New("no active controller known")
+	}
+	if own := wr.Principal == ""; own && (id != d.n.self || d.n.bc.AuthorizerEnabled) {
+		return d.n.forwardOwn(ctx, addr, wr)
 	}
 	if id == d.n.self {
 		if servedByController[wr.Header.Key] {

@@ -117,6 +117,21 @@ func (n *clusterNode) forwardEnveloped(ctx context.Context, addr string, wr *wir
 	return wire.Response{Msg: inner}, nil
 }
 
+// forwardOwn sends wr, a request of this broker's own, to the active
+// controller at addr as it is.
+func (n *clusterNode) forwardOwn(ctx context.Context, addr string, wr *wire.Request) (wire.Response, error) {
+	body, err := n.forwards.roundTrip(ctx, addr, wr.Header.Key, wr.Header.Version, wr.Body)
+	if err != nil {
+		return wire.Response{}, err
+	}
+	resp := kmsg.ResponseForKey(wr.Header.Key)
+	resp.SetVersion(wr.Header.Version)
+	if err := resp.ReadFrom(body); err != nil {
+		return wire.Response{}, err
+	}
+	return wire.Response{Msg: resp}, nil
+}
+
 // skipResponseHeader returns the body of a response: after the
 // correlation id and, in a flexible header, its tagged fields.
 func skipResponseHeader(b []byte, flexible bool) ([]byte, error) {

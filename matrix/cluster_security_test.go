@@ -155,19 +155,27 @@ func (sc *secureCluster) clientOf(t *testing.T, user, password string, nodes []i
 // grants it; an RF=3 topic written with acks=all reads back in full after
 // its leader is killed.
 func TestClusterSecurity(t *testing.T) {
+	eachSecureTarget(t, 6*time.Minute, func(t *testing.T, ctx context.Context, target string) {
+		sc := startSecureCluster(t, ctx, target, nil)
+		admin := sc.clientOf(t, adminUser, adminPassword, sc.c.BrokerIDs())
+		t.Run("endpoints of the listener", func(t *testing.T) { checkListenerEndpoints(t, ctx, sc, admin) })
+		t.Run("plaintext refused", func(t *testing.T) { checkPlaintextRefused(t, sc) })
+		t.Run("forwarded authorization", func(t *testing.T) { checkForwardedAuthorization(t, ctx, sc, admin) })
+		t.Run("acks=all survives leader kill", func(t *testing.T) { checkLeaderKill(t, ctx, sc, admin) })
+	})
+}
+
+// eachSecureTarget runs f on each selected cluster target, Apache Kafka
+// first, within timeout.
+func eachSecureTarget(t *testing.T, timeout time.Duration, f func(t *testing.T, ctx context.Context, target string)) {
 	for _, target := range matrix.SelectedTargets() {
 		if target != matrix.TargetApacheKafka && target != matrix.TargetCascade {
 			continue
 		}
 		t.Run(target, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			sc := startSecureCluster(t, ctx, target, nil)
-			admin := sc.clientOf(t, adminUser, adminPassword, sc.c.BrokerIDs())
-			t.Run("endpoints of the listener", func(t *testing.T) { checkListenerEndpoints(t, ctx, sc, admin) })
-			t.Run("plaintext refused", func(t *testing.T) { checkPlaintextRefused(t, sc) })
-			t.Run("forwarded authorization", func(t *testing.T) { checkForwardedAuthorization(t, ctx, sc, admin) })
-			t.Run("acks=all survives leader kill", func(t *testing.T) { checkLeaderKill(t, ctx, sc, admin) })
+			f(t, ctx, target)
 		})
 	}
 }
@@ -402,4 +410,104 @@ func checkLeaderKill(t *testing.T, ctx context.Context, sc *secureCluster, admin
 	if len(lost) > 0 {
 		t.Fatalf("%d of %d acknowledged records not read back after the leader was killed: %s", len(lost), len(acked), strings.Join(lost[:min(10, len(lost))], ","))
 	}
+}
+
+// TestClusterSecurityWrongPeerPassword starts the secured cluster with
+// node 3 logging in to its peers' INTERNAL listener with a wrong password:
+// the peers refuse its replica fetches, so its replicas of partitions the
+// other nodes lead leave the ISR and never rejoin, while every node keeps
+// running and acks=all writes to those partitions succeed; Cascade's node 3
+// logs why.
+func TestClusterSecurityWrongPeerPassword(t *testing.T) {
+	eachSecureTarget(t, 5*time.Minute, func(t *testing.T, ctx context.Context, target string) {
+		wrong := `org.apache.kafka.common.security.plain.PlainLoginModule required username="` + interBrokerUser +
+			`" password="not-the-password" user_` + interBrokerUser + `="` + interBrokerPassword + `";`
+		sc := startSecureCluster(t, ctx, target, map[int]map[string]string{
+			1: {"replica.lag.time.max.ms": "3000"}, 2: {"replica.lag.time.max.ms": "3000"},
+			3: {"replica.lag.time.max.ms": "3000", "listener.name.internal.plain.sasl.jaas.config": wrong}})
+		admin := sc.clientOf(t, adminUser, adminPassword, []int{1, 2})
+		adm := kadm.NewClient(admin)
+		const topic = "secure-wrong-peer"
+		if _, err := adm.CreateTopic(ctx, 6, 3, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+		// Every partition led by node 1 or 2 drops node 3 from its ISR.
+		others := func() (map[int32]kadm.PartitionDetail, error) {
+			td, err := adm.ListTopics(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			out := map[int32]kadm.PartitionDetail{}
+			for p, d := range td[topic].Partitions {
+				if d.Leader == 1 || d.Leader == 2 {
+					out[p] = d
+				}
+			}
+			if len(out) == 0 {
+				return nil, errors.New("no partition led by node 1 or 2")
+			}
+			return out, nil
+		}
+		err := cluster.Poll(ctx, 250*time.Millisecond, func() error {
+			ps, err := others()
+			if err != nil {
+				return err
+			}
+			for p, d := range ps {
+				if slices.Contains(d.ISR, 3) {
+					return fmt.Errorf("partition %d (leader %d) still has node 3 in its ISR %v", p, d.Leader, d.ISR)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// It stays out: the refusal is not a passing lag.
+		for range 10 {
+			time.Sleep(time.Second)
+			ps, err := others()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, d := range ps {
+				if slices.Contains(d.ISR, 3) {
+					t.Fatalf("partition %d: node 3 rejoined the ISR %v with a wrong inter-broker password", p, d.ISR)
+				}
+			}
+		}
+		ps, err := others()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range ps {
+			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte("after")}
+			if err := admin.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("acks=all to partition %d without node 3: %v", p, err)
+			}
+		}
+		for _, id := range sc.c.BrokerIDs() {
+			if !sc.c.Live(id) {
+				t.Fatalf("node %d is not running", id)
+			}
+		}
+		if cc, ok := sc.c.(*cascadecluster.Cluster); ok {
+			log, err := os.ReadFile(cc.Node(3).LogPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const why = "a peer refused this node's credentials or certificate on the inter-broker listener INTERNAL"
+			line := ""
+			for _, l := range strings.Split(string(log), "\n") {
+				if strings.Contains(l, why) {
+					line = l
+					break
+				}
+			}
+			if line == "" {
+				t.Fatalf("no line of node 3's log says why its fetches are refused:\n%s", cluster.ReadTail(cc.Node(3).LogPath(), 4000))
+			}
+			t.Logf("node 3 logs: %s", line)
+		}
+	})
 }
