@@ -70,14 +70,15 @@ var controllerOperation = map[int16]acl.Operation{
 
 // controllerDenied answers CLUSTER_AUTHORIZATION_FAILED to a request the
 // connection's principal may not make (AuthHelper.authorizeClusterOperation),
-// and reports whether it did. In a cluster with an authorizer the brokers'
+// and reports whether it did. The controller's own authorizer decides, fed
+// by its image from the start, so brokers registering before this node's
+// handlers exist are checked too. In a cluster with an authorizer the brokers'
 // principal must therefore be a super user or hold CLUSTER_ACTION, as in
 // Kafka.
 func (n *clusterNode) controllerDenied(wr *wire.Request, req kmsg.Request) (kmsg.Response, bool) {
-	env := n.ctlEnv.Load()
 	op, ok := controllerOperation[req.Key()]
-	if !ok || env == nil || env.Authorizer == nil ||
-		env.Authorizer.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, op, acl.Cluster, acl.ClusterName) {
+	if !ok || n.authz == nil ||
+		n.authz.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, op, acl.Cluster, acl.ClusterName) {
 		return nil, false
 	}
 	code := kerr.ClusterAuthorizationFailed.Code

@@ -174,8 +174,7 @@ func (n *clusterNode) answerEnvelope(wr *wire.Request, body []byte) (kmsg.Respon
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
-	if env := n.ctlEnv.Load(); env != nil && env.Authorizer != nil &&
-		!env.Authorizer.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
+	if n.authz != nil && !n.authz.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
 		n.logger.Warn("refused a forwarded request from a principal without CLUSTER_ACTION on the cluster", "principal", wr.Principal, "remote", wr.Remote)
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil

@@ -50,6 +50,9 @@ type secureCluster struct {
 	// client and internal are each node's CLIENT and INTERNAL listeners.
 	client, internal map[int]string
 	ca               *certtest.CA
+	// intruder is a certificate of the cluster's CA whose principal
+	// ("intruder") holds no ACL.
+	intruder tls.Certificate
 }
 
 // secureClusterConfig returns the overrides every node gets and each
@@ -67,6 +70,7 @@ func secureClusterConfig(t *testing.T, dir string) (map[string]string, map[int]s
 		extra[id] = "INTERNAL://" + sc.internal[id] + ",CLIENT://" + sc.client[id]
 	}
 	node := sc.ca.Issue(t, "CN=localhost,O=Cluster", "localhost", "127.0.0.1")
+	sc.intruder = sc.ca.Issue(t, "CN=intruder,O=Cluster").TLS()
 	plainJAAS := func(login string, users ...string) string {
 		s := "org.apache.kafka.common.security.plain.PlainLoginModule required" + login
 		for i := 0; i+1 < len(users); i += 2 {
@@ -161,6 +165,7 @@ func TestClusterSecurity(t *testing.T) {
 		t.Run("endpoints of the listener", func(t *testing.T) { checkListenerEndpoints(t, ctx, sc, admin) })
 		t.Run("plaintext refused", func(t *testing.T) { checkPlaintextRefused(t, sc) })
 		t.Run("forwarded authorization", func(t *testing.T) { checkForwardedAuthorization(t, ctx, sc, admin) })
+		t.Run("cluster action refused", func(t *testing.T) { checkClusterActionRefused(t, ctx, sc, target) })
 		t.Run("acks=all survives leader kill", func(t *testing.T) { checkLeaderKill(t, ctx, sc, admin) })
 	})
 }

@@ -79,16 +79,22 @@ func serveOnce(t *testing.T, bc *config.Broker) (string, <-chan error, <-chan wi
 	return ln.Addr().String(), errs, ids
 }
 
-func TestClientAuthenticatesToPeer(t *testing.T) {
-	bc := nodeConfig(t, "broker-secret")
-	addr, errs, ids := serveOnce(t, bc)
+// dialPeer dials addr as bc's INTERNAL client side, with PLAIN.
+func dialPeer(t *testing.T, bc *config.Broker, addr string) (net.Conn, error) {
+	t.Helper()
 	cl, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, "PLAIN")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := cl.Dial(nil)(ctx, "tcp", addr)
+	return cl.Dial(nil)(ctx, "tcp", addr)
+}
+
+func TestClientAuthenticatesToPeer(t *testing.T) {
+	bc := nodeConfig(t, "broker-secret")
+	addr, errs, ids := serveOnce(t, bc)
+	conn, err := dialPeer(t, bc, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +112,7 @@ func TestClientAuthenticatesToPeer(t *testing.T) {
 func TestClientWrongPasswordRefused(t *testing.T) {
 	bc := nodeConfig(t, "wrong")
 	addr, errs, _ := serveOnce(t, bc)
-	cl, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, "PLAIN")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := cl.Dial(nil)(ctx, "tcp", addr); !errors.Is(err, security.ErrPeerAuthentication) {
+	if _, err := dialPeer(t, bc, addr); !errors.Is(err, security.ErrPeerAuthentication) {
 		t.Fatalf("dial with a wrong password: %v, want ErrPeerAuthentication", err)
 	}
 	if err := <-errs; !errors.Is(err, wire.ErrAuthentication) {
