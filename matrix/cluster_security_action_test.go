@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/cascade-kafka/cascade/matrix"
 	"github.com/cascade-kafka/cascade/matrix/cascadecluster"
@@ -134,9 +136,12 @@ func checkQuorumFrameRefused(t *testing.T, ctx context.Context, sc *secureCluste
 	}
 }
 
-// checkReplicaFetchRefused: a Fetch with a replica id from noACLUser.
+// checkReplicaFetchRefused: a Fetch with a replica id from noACLUser, at
+// v12 (topics by name).
 func checkReplicaFetchRefused(t *testing.T, ctx context.Context, sc *secureCluster, id int) {
-	cl := sc.clientOf(t, noACLUser, noACLPassword, []int{id})
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(1, 12)
+	cl := sc.clientOf(t, noACLUser, noACLPassword, []int{id}, kgo.MaxVersions(v))
 	f := kmsg.NewPtrFetchRequest()
 	f.SetVersion(12)
 	f.ReplicaID, f.MaxWaitMillis, f.MaxBytes = int32(id%3+1), 10, 1<<20
