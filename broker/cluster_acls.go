@@ -12,8 +12,8 @@ import (
 )
 
 // CreateAcls and DeleteAcls reach the active controller as Kafka's
-// ControllerApis serves them: a broker forwards the request whole
-// (forwardedKeys), and the controller plans the records on its image and
+// ControllerApis serves them: a broker forwards the request whole in an
+// Envelope (forwardedKeys), authorized as the client's principal, and the controller plans the records on its image and
 // proposes them to the metadata quorum; every node's image then indexes
 // the ACLs when it applies the committed batch.
 

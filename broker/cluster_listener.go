@@ -23,10 +23,11 @@ import (
 )
 
 // forwardedKeys are the admin requests a broker sends to the active
-// controller as the client sent them (Kafka's ForwardingManager forwards
-// these inside Envelope; Cascade forwards the request itself, since it has
-// no principal to carry yet) and the controller listener answers with the
-// same handler code as a single node.
+// controller as the client sent them, inside an Envelope with the client's
+// principal (cluster_envelope.go), as Kafka's ForwardingManager does, and
+// the controller listener answers with the same handler code as a single
+// node. The controller listener also serves them sent directly, authorized
+// as the connection's principal (KIP-919 clients, a broker's own requests).
 var forwardedKeys = map[int16]bool{
 	19: true, // CreateTopics
 	20: true, // DeleteTopics

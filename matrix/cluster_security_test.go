@@ -71,20 +71,12 @@ func secureClusterConfig(t *testing.T, dir string) (map[string]string, map[int]s
 	}
 	node := sc.ca.Issue(t, "CN=localhost,O=Cluster", "localhost", "127.0.0.1")
 	sc.intruder = sc.ca.Issue(t, "CN=intruder,O=Cluster").TLS()
-	plainJAAS := func(login string, users ...string) string {
-		s := "org.apache.kafka.common.security.plain.PlainLoginModule required" + login
-		for i := 0; i+1 < len(users); i += 2 {
-			s += ` user_` + users[i] + `="` + users[i+1] + `"`
-		}
-		return s + ";"
-	}
 	ov := map[string]string{
-		"listener.security.protocol.map":       "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,INTERNAL:SASL_SSL,CLIENT:SASL_SSL",
-		"inter.broker.listener.name":           "INTERNAL",
-		"sasl.mechanism.inter.broker.protocol": "PLAIN",
-		"sasl.enabled.mechanisms":              "PLAIN",
-		"listener.name.internal.plain.sasl.jaas.config": plainJAAS(
-			` username="`+interBrokerUser+`" password="`+interBrokerPassword+`"`, interBrokerUser, interBrokerPassword),
+		"listener.security.protocol.map":                       "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,INTERNAL:SASL_SSL,CLIENT:SASL_SSL",
+		"inter.broker.listener.name":                           "INTERNAL",
+		"sasl.mechanism.inter.broker.protocol":                 "PLAIN",
+		"sasl.enabled.mechanisms":                              "PLAIN",
+		"listener.name.internal.plain.sasl.jaas.config":        interBrokerJAAS(interBrokerPassword),
 		"listener.name.client.plain.sasl.jaas.config":          plainJAAS("", adminUser, adminPassword, noACLUser, noACLPassword),
 		"ssl.keystore.type":                                    "PKCS12",
 		"ssl.keystore.location":                                node.PKCS12(t, dir, "node-keystore.p12", "node-ks-pw"),
@@ -99,6 +91,23 @@ func secureClusterConfig(t *testing.T, dir string) (map[string]string, map[int]s
 		"min.insync.replicas":                                  "2",
 	}
 	return ov, extra, sc
+}
+
+// plainJAAS is a PlainLoginModule config: login ("" or ` username=...
+// password=...`, what the node logs in to peers with) and the users it
+// accepts, as name, password pairs.
+func plainJAAS(login string, users ...string) string {
+	s := "org.apache.kafka.common.security.plain.PlainLoginModule required" + login
+	for i := 0; i+1 < len(users); i += 2 {
+		s += ` user_` + users[i] + `="` + users[i+1] + `"`
+	}
+	return s + ";"
+}
+
+// interBrokerJAAS is the INTERNAL listener's JAAS config of a node that
+// logs in with password and accepts interBrokerUser's right one.
+func interBrokerJAAS(password string) string {
+	return plainJAAS(` username="`+interBrokerUser+`" password="`+password+`"`, interBrokerUser, interBrokerPassword)
 }
 
 // startSecureCluster starts target's three-node secured cluster;
@@ -166,6 +175,29 @@ func TestClusterSecurity(t *testing.T) {
 		t.Run("plaintext refused", func(t *testing.T) { checkPlaintextRefused(t, sc) })
 		t.Run("forwarded authorization", func(t *testing.T) { checkForwardedAuthorization(t, ctx, sc, admin) })
 		t.Run("cluster action refused", func(t *testing.T) { checkClusterActionRefused(t, ctx, sc, target) })
+		t.Run("acks=all survives leader kill", func(t *testing.T) { checkLeaderKill(t, ctx, sc, admin) })
+	})
+}
+
+// TestClusterSecuritySASLController runs the secured cluster with a
+// SASL_SSL controller listener (PLAIN, sasl.mechanism.controller.protocol)
+// in place of the SSL one: the quorum, registration, heartbeats,
+// AlterPartition and forwarding authenticate as interBrokerUser. Clients
+// see the same cluster: the CLIENT endpoints, forwarded authorization and
+// acks=all records kept across a leader kill.
+func TestClusterSecuritySASLController(t *testing.T) {
+	eachSecureTarget(t, 6*time.Minute, func(t *testing.T, ctx context.Context, target string) {
+		saslController := map[string]string{
+			"listener.security.protocol.map":                  "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL,INTERNAL:SASL_SSL,CLIENT:SASL_SSL",
+			"sasl.mechanism.controller.protocol":              "PLAIN",
+			"listener.name.controller.plain.sasl.jaas.config": interBrokerJAAS(interBrokerPassword),
+			"listener.name.controller.ssl.client.auth":        "none",
+		}
+		sc := startSecureCluster(t, ctx, target, map[int]map[string]string{1: saslController, 2: saslController, 3: saslController})
+		admin := sc.clientOf(t, adminUser, adminPassword, sc.c.BrokerIDs())
+		t.Run("endpoints of the listener", func(t *testing.T) { checkListenerEndpoints(t, ctx, sc, admin) })
+		t.Run("plaintext refused", func(t *testing.T) { checkPlaintextRefused(t, sc) })
+		t.Run("forwarded authorization", func(t *testing.T) { checkForwardedAuthorization(t, ctx, sc, admin) })
 		t.Run("acks=all survives leader kill", func(t *testing.T) { checkLeaderKill(t, ctx, sc, admin) })
 	})
 }
@@ -425,8 +457,7 @@ func checkLeaderKill(t *testing.T, ctx context.Context, sc *secureCluster, admin
 // logs why.
 func TestClusterSecurityWrongPeerPassword(t *testing.T) {
 	eachSecureTarget(t, 5*time.Minute, func(t *testing.T, ctx context.Context, target string) {
-		wrong := `org.apache.kafka.common.security.plain.PlainLoginModule required username="` + interBrokerUser +
-			`" password="not-the-password" user_` + interBrokerUser + `="` + interBrokerPassword + `";`
+		wrong := interBrokerJAAS("not-the-password")
 		sc := startSecureCluster(t, ctx, target, map[int]map[string]string{
 			1: {"replica.lag.time.max.ms": "3000"}, 2: {"replica.lag.time.max.ms": "3000"},
 			3: {"replica.lag.time.max.ms": "3000", "listener.name.internal.plain.sasl.jaas.config": wrong}})
