@@ -10,6 +10,7 @@ import (
 
 	"github.com/cascade-kafka/cascade/broker/config"
 	"github.com/cascade-kafka/cascade/broker/security"
+	"github.com/cascade-kafka/cascade/broker/security/sasl"
 	"github.com/cascade-kafka/cascade/broker/wire"
 	"github.com/cascade-kafka/cascade/internal/certtest"
 )
@@ -17,24 +18,32 @@ import (
 // nodeConfig is a node with a SASL_SSL listener INTERNAL on which it logs
 // in as broker with password, and accepts broker with broker-secret.
 func nodeConfig(t *testing.T, password string) *config.Broker {
+	return nodeConfigWith(t, map[string]string{"sasl.enabled.mechanisms": "PLAIN",
+		"listener.name.internal.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="broker" password="` + password + `" user_broker="broker-secret";`})
+}
+
+// nodeConfigWith is nodeConfig's TLS set-up with the SASL keys of sasl.
+func nodeConfigWith(t *testing.T, sasl map[string]string) *config.Broker {
 	t.Helper()
 	dir := t.TempDir()
 	ca := certtest.NewCA(t, "CN=Test CA")
 	srv := ca.Issue(t, "CN=localhost,O=Test", "localhost", "127.0.0.1")
-	bc, err := config.New(map[string]string{
-		"log.dirs":                       filepath.Join(dir, "data"),
-		"listeners":                      "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT",
-		"sasl.enabled.mechanisms":        "PLAIN",
-		"listener.name.internal.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
-			`username="broker" password="` + password + `" user_broker="broker-secret";`,
+	props := map[string]string{
+		"log.dirs":                                  filepath.Join(dir, "data"),
+		"listeners":                                 "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+		"listener.security.protocol.map":            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT",
 		"ssl.keystore.type":                         "PKCS12",
 		"ssl.keystore.location":                     srv.PKCS12(t, dir, "ks.p12", "pw"),
 		"ssl.keystore.password":                     "pw",
 		"ssl.truststore.type":                       "PEM",
 		"ssl.truststore.location":                   ca.TrustPEM(t, dir, "trust.pem"),
 		"connection.failed.authentication.delay.ms": "0",
-	})
+	}
+	for k, v := range sasl {
+		props[k] = v
+	}
+	bc, err := config.New(props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +53,11 @@ func nodeConfig(t *testing.T, password string) *config.Broker {
 // serveOnce accepts one connection on a listener secured as bc's
 // INTERNAL and reports who it authenticated, or why not.
 func serveOnce(t *testing.T, bc *config.Broker) (string, <-chan error, <-chan wire.Identity) {
+	return serveOnceWith(t, bc, security.Options{})
+}
+
+// serveOnceWith is serveOnce with the listener's options.
+func serveOnceWith(t *testing.T, bc *config.Broker, opts security.Options) (string, <-chan error, <-chan wire.Identity) {
 	t.Helper()
 	var internal config.Listener
 	for _, l := range bc.Listeners {
@@ -51,7 +65,7 @@ func serveOnce(t *testing.T, bc *config.Broker) (string, <-chan error, <-chan wi
 			internal = l
 		}
 	}
-	sec, err := security.Listener(bc, internal, security.Options{})
+	sec, err := security.Listener(bc, internal, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +93,10 @@ func serveOnce(t *testing.T, bc *config.Broker) (string, <-chan error, <-chan wi
 	return ln.Addr().String(), errs, ids
 }
 
-// dialPeer dials addr as bc's INTERNAL client side, with PLAIN.
-func dialPeer(t *testing.T, bc *config.Broker, addr string) (net.Conn, error) {
+// dialPeer dials addr as bc's INTERNAL client side, with mechanism.
+func dialPeer(t *testing.T, bc *config.Broker, addr, mechanism string) (net.Conn, error) {
 	t.Helper()
-	cl, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, "PLAIN")
+	cl, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, mechanism)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +108,7 @@ func dialPeer(t *testing.T, bc *config.Broker, addr string) (net.Conn, error) {
 func TestClientAuthenticatesToPeer(t *testing.T) {
 	bc := nodeConfig(t, "broker-secret")
 	addr, errs, ids := serveOnce(t, bc)
-	conn, err := dialPeer(t, bc, addr)
+	conn, err := dialPeer(t, bc, addr, "PLAIN")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +126,7 @@ func TestClientAuthenticatesToPeer(t *testing.T) {
 func TestClientWrongPasswordRefused(t *testing.T) {
 	bc := nodeConfig(t, "wrong")
 	addr, errs, _ := serveOnce(t, bc)
-	if _, err := dialPeer(t, bc, addr); !errors.Is(err, security.ErrPeerAuthentication) {
+	if _, err := dialPeer(t, bc, addr, "PLAIN"); !errors.Is(err, security.ErrPeerAuthentication) {
 		t.Fatalf("dial with a wrong password: %v, want ErrPeerAuthentication", err)
 	}
 	if err := <-errs; !errors.Is(err, wire.ErrAuthentication) {
@@ -141,5 +155,34 @@ func TestNewClientRefusesUnspokenMechanism(t *testing.T) {
 	}
 	if _, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, "SCRAM-SHA-512"); err == nil {
 		t.Fatal("a mechanism without a JAAS config accepted")
+	}
+}
+
+func TestClientScramToPeer(t *testing.T) {
+	const mech = "SCRAM-SHA-256"
+	bc := nodeConfigWith(t, map[string]string{"sasl.enabled.mechanisms": mech,
+		"listener.name.internal.scram-sha-256.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required ` +
+			`username="broker" password="broker-secret";`})
+	salt := []byte("0123456789abcdef")
+	salted, err := sasl.SaltedPassword(mech, "broker-secret", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred := sasl.DeriveScram(mech, salt, salted, 4096)
+	addr, errs, ids := serveOnceWith(t, bc, security.Options{Scram: func(m, user string) (sasl.ScramCredential, bool) {
+		return cred, m == mech && user == "broker"
+	}})
+	conn, err := dialPeer(t, bc, addr, mech)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	select {
+	case id := <-ids:
+		if id.Principal != "User:broker" {
+			t.Fatalf("server saw %+v", id)
+		}
+	case err := <-errs:
+		t.Fatalf("server: %v", err)
 	}
 }
