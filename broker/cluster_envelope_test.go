@@ -2,8 +2,10 @@ package broker
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/broker/wire"
@@ -77,5 +79,38 @@ func TestSkipResponseHeader(t *testing.T) {
 	}
 	if got, err := skipResponseHeader([]byte{0, 0, 0, 9, 8}, false); err != nil || !bytes.Equal(got, []byte{8}) {
 		t.Errorf("non-flexible: % x, %v", got, err)
+	}
+}
+
+// TestErrorAnswerACLs: an envelope refused as a whole answers CreateAcls
+// and DeleteAcls with the code on every creation and filter.
+func TestErrorAnswerACLs(t *testing.T) {
+	code := kerr.ClusterAuthorizationFailed.Code
+	ca := kmsg.NewPtrCreateACLsRequest()
+	ca.SetVersion(3)
+	ca.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
+	da := kmsg.NewPtrDeleteACLsRequest()
+	da.SetVersion(3)
+	da.Filters = make([]kmsg.DeleteACLsRequestFilter, 3)
+	for _, req := range []kmsg.Request{ca, da} {
+		wr := &wire.Request{Header: wire.RequestHeader{Key: req.Key(), Version: req.GetVersion()}, Body: req.AppendTo(nil)}
+		out, ok := errorAnswer(wr, code)
+		if !ok {
+			t.Fatalf("%s: no answer", kmsg.NameForKey(req.Key()))
+		}
+		var codes []int16
+		switch r := out.Msg.(type) {
+		case *kmsg.CreateACLsResponse:
+			for _, res := range r.Results {
+				codes = append(codes, res.ErrorCode)
+			}
+		case *kmsg.DeleteACLsResponse:
+			for _, res := range r.Results {
+				codes = append(codes, res.ErrorCode)
+			}
+		}
+		if len(codes) == 0 || slices.ContainsFunc(codes, func(c int16) bool { return c != code }) {
+			t.Errorf("%s: codes %v", kmsg.NameForKey(req.Key()), codes)
+		}
 	}
 }

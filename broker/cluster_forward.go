@@ -125,6 +125,22 @@ func errorAnswer(wr *wire.Request, code int16) (wire.Response, bool) {
 		out := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		out.ErrorCode, out.ErrorMessage = code, msg
 		resp = out
+	case *kmsg.CreateACLsRequest:
+		out := r.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode, res.ErrorMessage = code, msg
+			out.Results = append(out.Results, res)
+		}
+		resp = out
+	case *kmsg.DeleteACLsRequest:
+		out := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode, res.ErrorMessage = code, msg
+			out.Results = append(out.Results, res)
+		}
+		resp = out
 	default:
 		return wire.Response{}, false
 	}
