@@ -127,24 +127,28 @@ func errorAnswer(wr *wire.Request, code int16) (wire.Response, bool) {
 		resp = out
 	case *kmsg.CreateACLsRequest:
 		out := r.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range r.Creations {
-			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode, res.ErrorMessage = code, msg
-			out.Results = append(out.Results, res)
-		}
+		out.Results = failedItems(len(r.Creations), kmsg.NewCreateACLsResponseResult,
+			func(x *kmsg.CreateACLsResponseResult) { x.ErrorCode, x.ErrorMessage = code, msg })
 		resp = out
 	case *kmsg.DeleteACLsRequest:
 		out := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range r.Filters {
-			res := kmsg.NewDeleteACLsResponseResult()
-			res.ErrorCode, res.ErrorMessage = code, msg
-			out.Results = append(out.Results, res)
-		}
+		out.Results = failedItems(len(r.Filters), kmsg.NewDeleteACLsResponseResult,
+			func(x *kmsg.DeleteACLsResponseResult) { x.ErrorCode, x.ErrorMessage = code, msg })
 		resp = out
 	default:
 		return wire.Response{}, false
 	}
 	return wire.Response{Msg: resp}, true
+}
+
+// failedItems returns n items made by mk, each given its error by fail.
+func failedItems[T any](n int, mk func() T, fail func(*T)) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = mk()
+		fail(&out[i])
+	}
+	return out
 }
 
 // senderGoneWait is how long senderGone looks for the end of a connection.
