@@ -11,4 +11,13 @@
 //	l, err := security.Listener(bc, bc.Listeners[0], security.Options{Scram: img.ScramCredential})
 //	go srv.ServeListener(ln, l.Wire)
 //	defer l.Close() // stops watching certificate files
+//
+// Client is the other side, for the connections a node of a cluster opens
+// to its peers' inter-broker and controller listeners: TLS from the
+// listener's trust and key stores, then SaslHandshake and SaslAuthenticate
+// with the username and password of the listener's JAAS config, as a
+// Kafka broker logs in to another.
+//
+//	c, err := security.NewClient(bc, "INTERNAL", config.ProtocolSASLSSL, "PLAIN")
+//	dial := c.Dial(nil) // a DialFunc whose connections are authenticated
 package security
