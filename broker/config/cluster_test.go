@@ -411,3 +411,24 @@ func TestClusterKeysDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerOnlyControllerListenerKeys: a broker-only node does not bind
+// its controller listener, yet its listener.name.<controller>.* keys are
+// how it reaches the controllers, so they are accepted; a name that is
+// neither a listener nor a controller listener is still refused.
+func TestBrokerOnlyControllerListenerKeys(t *testing.T) {
+	base := []string{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@c:9093",
+		"controller.listener.names=CONTROLLER", "listeners=PLAINTEXT://127.0.0.1:9092",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}
+	b, err := LoadCluster("", append(base, "listener.name.controller.ssl.truststore.type=PEM"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := b.ListenerValue("CONTROLLER", "ssl.truststore.type"); v != "PEM" {
+		t.Fatalf("controller listener's ssl.truststore.type %q", v)
+	}
+	if _, err := LoadCluster("", append(base, "listener.name.contoller.ssl.truststore.type=PEM")); err == nil ||
+		!strings.Contains(err.Error(), "listener CONTOLLER is not in listeners") {
+		t.Fatalf("a mistyped listener name: %v", err)
+	}
+}

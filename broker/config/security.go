@@ -242,6 +242,9 @@ func (b *Broker) ListenerList(listener, key string) []string {
 // SASL mechanisms of every SASL listener: a per-listener key naming no
 // listener is refused (Kafka ignores it; a mistyped name would silently
 // leave a listener unsecured), as is a mechanism Cascade does not serve.
+// A controller listener name counts on a node that does not bind it (a
+// broker-only node): its keys configure how the node reaches the
+// controllers, as Kafka's broker reads them for its controller channel.
 func (b *Broker) fillSecurity() error {
 	keys := make([]listenerOverride, 0, len(b.listenerSet))
 	for o := range b.listenerSet {
@@ -249,7 +252,7 @@ func (b *Broker) fillSecurity() error {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].listener+keys[i].key < keys[j].listener+keys[j].key })
 	for _, o := range keys {
-		if !hasListener(b.Listeners, o.listener) {
+		if !hasListener(b.Listeners, o.listener) && !containsFold(b.ControllerListenerNames, o.listener) {
 			return fmt.Errorf("%s%s: listener %s is not in listeners", listenerPrefix, strings.ToLower(o.listener), o.listener)
 		}
 	}

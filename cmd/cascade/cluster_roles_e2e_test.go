@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,22 +36,9 @@ func TestClusterSplitRoles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/cascade and starts five processes")
 	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "cascade")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	const nCtl, nBrokers = 3, 2
-	var voters []string
-	ctlPorts := map[int]int{}
-	for id := 1; id <= nCtl; id++ {
-		ctlPorts[id] = freePort(t)
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", id, ctlPorts[id]))
-	}
 	// Short lease timings so fencing fits the test's minute.
 	common := []string{
-		"controller.quorum.voters=" + strings.Join(voters, ","),
 		"controller.listener.names=CONTROLLER",
 		"broker.heartbeat.interval.ms=500",
 		"broker.session.timeout.ms=4000",
@@ -62,42 +47,15 @@ func TestClusterSplitRoles(t *testing.T) {
 		// COORDINATOR_NOT_AVAILABLE for ever.
 		"offsets.topic.replication.factor=2",
 	}
-	procs := map[int]*clusterProc{}
-	logs := map[int]*syncBuffer{}
-	var seeds []string
-	for id := 1; id <= nCtl+nBrokers; id++ {
-		p := &clusterProc{id: id, dir: filepath.Join(tmp, "node"+strconv.Itoa(id)),
-			conf: filepath.Join(tmp, fmt.Sprintf("server-%d.properties", id))}
-		props := append([]string{"node.id=" + strconv.Itoa(id), "log.dirs=" + p.dir}, common...)
-		if id <= nCtl {
-			// As Kafka's config/kraft/controller.properties.
-			props = append(props, "process.roles=controller",
-				fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", ctlPorts[id]),
-				"metadata.log.max.record.bytes.between.snapshots=1024")
-		} else {
-			p.client = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			seeds = append(seeds, p.client)
-			props = append(props, "process.roles=broker", "listeners=PLAINTEXT://"+p.client,
-				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
-		}
-		if err := os.WriteFile(p.conf, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		procs[id], logs[id] = p, &syncBuffer{}
-	}
-	for id, p := range procs {
-		p.start(t, bin, logs[id])
-	}
-	defer func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for id := 1; id <= nCtl+nBrokers; id++ {
-				t.Logf("node %d log:\n%s", id, logs[id].String())
-			}
-		}
-	}()
+	sc := startSplitCluster(t, nCtl, nBrokers, common, func(port int) []string {
+		// As Kafka's config/kraft/controller.properties.
+		return []string{"process.roles=controller", fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", port),
+			"metadata.log.max.record.bytes.between.snapshots=1024"}
+	}, func(addr string) []string {
+		return []string{"process.roles=broker", "listeners=PLAINTEXT://" + addr,
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
+	})
+	bin, ctlPorts, procs, logs, seeds := sc.bin, sc.ctlPorts, sc.procs, sc.logs, sc.seeds
 	began := time.Now()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
