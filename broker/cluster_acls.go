@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cascade-kafka/cascade/broker/acl"
@@ -81,25 +83,64 @@ func (n *clusterNode) controllerDenied(wr *wire.Request, req kmsg.Request) (kmsg
 		n.authz.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, op, acl.Cluster, acl.ClusterName) {
 		return nil, false
 	}
-	code := kerr.ClusterAuthorizationFailed.Code
 	resp := req.ResponseKind()
+	setErrorCode(resp, kerr.ClusterAuthorizationFailed.Code)
 	switch r := resp.(type) {
-	case *kmsg.ElectLeadersResponse:
-		r.ErrorCode = code
-	case *kmsg.AlterPartitionAssignmentsResponse:
-		r.ErrorCode = code
-	case *kmsg.ListPartitionReassignmentsResponse:
-		r.ErrorCode = code
-	case *kmsg.DescribeQuorumResponse:
-		r.ErrorCode = code
-	case *kmsg.AlterPartitionResponse:
-		r.ErrorCode = code
 	case *kmsg.BrokerRegistrationResponse:
-		r.ErrorCode, r.BrokerEpoch = code, -1
+		r.BrokerEpoch = -1
 	case *kmsg.BrokerHeartbeatResponse:
-		r.ErrorCode, r.IsFenced = code, true
-	case *kmsg.AllocateProducerIDsResponse:
-		r.ErrorCode = code
+		r.IsFenced = true
 	}
 	return resp, true
+}
+
+// kraftKeys are KRaft's quorum APIs: Fetch, Vote, BeginQuorumEpoch,
+// EndQuorumEpoch and FetchSnapshot. Cascade's quorum runs over its own
+// frames on the controller listener, not these, so it serves none of them;
+// but as Kafka's ControllerApis authorizes each before handling it, a
+// principal without CLUSTER_ACTION on the Cluster is answered
+// CLUSTER_AUTHORIZATION_FAILED, the answer it would get from Kafka.
+var kraftKeys = map[int16]bool{1: true, 52: true, 53: true, 54: true, 59: true}
+
+// kraftDenied answers a KRaft quorum request: CLUSTER_AUTHORIZATION_FAILED
+// (top level, and on every partition of a Fetch) to a principal without
+// CLUSTER_ACTION, else an error that closes the connection, since Cascade
+// does not serve the API.
+func (n *clusterNode) kraftDenied(wr *wire.Request) (kmsg.Response, error) {
+	h := wr.Header
+	req := kmsg.RequestForKey(h.Key)
+	if req == nil || h.Version < 0 || h.Version > req.MaxVersion() {
+		return nil, fmt.Errorf("unsupported api key %d version %d", h.Key, h.Version)
+	}
+	req.SetVersion(h.Version)
+	if err := req.ReadFrom(wr.Body); err != nil {
+		return nil, err
+	}
+	if n.authz == nil || n.authz.Authorize(acl.Session{Principal: wr.Principal, Host: wr.ClientHost}, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
+		return nil, fmt.Errorf("%s is not served on the controller listener: Cascade's quorum speaks its own frames", kmsg.NameForKey(h.Key))
+	}
+	code := kerr.ClusterAuthorizationFailed.Code
+	resp := req.ResponseKind()
+	setErrorCode(resp, code)
+	if r, ok := resp.(*kmsg.FetchResponse); ok {
+		for _, t := range req.(*kmsg.FetchRequest).Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset = p.Partition, code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+	}
+	return resp, nil
+}
+
+// setErrorCode sets the top-level ErrorCode of resp, a kmsg response that
+// has one (every response of controllerOperation and kraftKeys).
+func setErrorCode(resp kmsg.Response, code int16) {
+	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(code))
+	}
 }

@@ -342,6 +342,9 @@ func (n *clusterNode) handleControllerRequest(wr *wire.Request, broker *int32, e
 	if h.Key == envelopeKey && h.Version == 0 {
 		return n.answerEnvelope(wr, body)
 	}
+	if kraftKeys[h.Key] {
+		return n.kraftDenied(wr)
+	}
 	if !slices.ContainsFunc(controllerAPIs, func(a handler.API) bool { return a.Key == h.Key && h.Version >= a.Min && h.Version <= a.Max }) &&
 		!forwardedKeys[h.Key] {
 		return nil, fmt.Errorf("api key %d version %d is not served on the controller listener", h.Key, h.Version)
