@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -111,6 +112,25 @@ func TestErrorAnswerACLs(t *testing.T) {
 		}
 		if len(codes) == 0 || slices.ContainsFunc(codes, func(c int16) bool { return c != code }) {
 			t.Errorf("%s: codes %v", kmsg.NameForKey(req.Key()), codes)
+		}
+	}
+}
+
+// TestSetErrorCode: every response the controller listener refuses for
+// authorization has the top-level ErrorCode setErrorCode sets.
+func TestSetErrorCode(t *testing.T) {
+	keys := []int16{}
+	for k := range controllerOperation {
+		keys = append(keys, k)
+	}
+	for k := range kraftKeys {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		resp := kmsg.ResponseForKey(k)
+		setErrorCode(resp, kerr.ClusterAuthorizationFailed.Code)
+		if got := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode").Int(); got != int64(kerr.ClusterAuthorizationFailed.Code) {
+			t.Errorf("%s: ErrorCode %d", kmsg.NameForKey(k), got)
 		}
 	}
 }
