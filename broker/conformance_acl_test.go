@@ -283,6 +283,7 @@ func TestConformanceACLs(t *testing.T) {
 	c2.checkACL(t, "describe groups", dg)
 
 	checkAPIs(t, admin, c2)
+	checkRegexAuthorized(t, c2)
 
 	// DeleteAcls: per-filter results, an ACL matched twice listed twice.
 	del := kmsg.NewPtrDeleteACLsRequest()
