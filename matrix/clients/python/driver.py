@@ -21,6 +21,7 @@ import re
 import sys
 
 from driver_common import (DELIVERY_TIMEOUT_S, KAFKA_ERRORS, PROTOCOL, REQUEST_TIMEOUT_S, Deadline, DriverError,
+                           check_topic_regex,
                            b64encode, end_transaction, kafka_code_name, next_offsets, produce_args,
                            record_in, record_out, short, unsupported)
 from driver_txn import ConfluentTxn, KafkaPythonTxn
@@ -373,10 +374,13 @@ class ConfluentDriver(ConfluentTxn):
         if args.get("session_timeout_ms"):
             conf["session.timeout.ms"] = args["session_timeout_ms"]
             conf["heartbeat.interval.ms"] = max(args["session_timeout_ms"] // 4, 1)
+        check_topic_regex(args, protocol)
         c = self.ck.Consumer(conf)
         closed = False
         try:
-            topic, count = args["topic"], args.get("count", 0)
+            topic, count = args.get("topic", ""), args.get("count", 0)
+            if args.get("topic_regex"):
+                topic = "^" + args["topic_regex"]  # librdkafka's mark of a regex subscription
             c.subscribe([topic])
             out = {"records": []}
             dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)

@@ -25,9 +25,19 @@ func balancer(name string) (kgo.GroupBalancer, error) {
 }
 
 func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver.GroupConsumeResult, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-group"), kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.ConsumerGroup(req.Group), kgo.ConsumeTopics(req.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}
+	if err := driver.CheckTopicRegex(req); err != nil {
+		return driver.GroupConsumeResult{}, err
+	}
+	subscribe := []kgo.Opt{kgo.ConsumeTopics(req.Topic)}
+	if req.TopicRegex != "" {
+		// franz-go sends its regexes to a KIP-848 broker as
+		// SubscribedTopicRegex, wrapped to match anywhere in a name:
+		// anchor this one so that the broker's full match is the same.
+		subscribe = []kgo.Opt{kgo.ConsumeTopics("^(?:" + req.TopicRegex + ")$"), kgo.ConsumeRegex()}
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-group"), kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.ConsumerGroup(req.Group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)},
+		subscribe...)
 	switch req.Protocol {
 	case "", "classic":
 		if req.Assignor != "" {
