@@ -206,6 +206,35 @@ func TestConformanceRegexSubscription(t *testing.T) {
 	sameHistory(t, "a matched topic deleted", k, c)
 }
 
+// TestConformanceRegexSyntax compares the answers to regexes RE2/J refuses
+// or accepts where Java's own Pattern would differ: lookaround, possessive
+// and nested repetition, \C, Java-only classes, bad ranges and repeat
+// counts are INVALID_REGULAR_EXPRESSION with RE2/J's description; POSIX
+// classes, \Q quotes, flags, named groups and \z are valid.
+func TestConformanceRegexSyntax(t *testing.T) {
+	addr := oracleAddr(t)
+	b := brokertest.Start(t, map[string]string{"offsets.topic.num.partitions": "1"})
+	p := &pair{kafka: dialAddr(t, addr), cascade: dial(t, b), b: b}
+	group := conformanceTopic(t, "rxsyntax")
+	for i, rx := range []string{"(?=x)", "(?<!a)b", "a++", "a**", `\C`, `[a-\d]`, "a{2,1}", "(", ")(", `\p{Alpha}`,
+		"[[:alpha:]]+", `\Qa.b`, "(?i)ABC", "(?P<n>a)", "(?<n>a)", `a\z`} {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		// Each regex joins a group of its own, so that a valid one
+		// leaves no member behind for the next.
+		req.Group, req.MemberID = fmt.Sprintf("%s-%d", group, i), clientMemberID(t)
+		p.findGroupCoordinator(t, req.Group)
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicRegex = kmsg.StringPtr(rx)
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		kr, cr := joinRetrying(p.kafka, req), joinRetrying(p.cascade, req)
+		if kr.ErrorCode != cr.ErrorCode || strOr(kr.ErrorMessage) != strOr(cr.ErrorMessage) {
+			t.Errorf("%q: kafka %v %q, cascade %v %q", rx, kerr.ErrorForCode(kr.ErrorCode), strOr(kr.ErrorMessage),
+				kerr.ErrorForCode(cr.ErrorCode), strOr(cr.ErrorMessage))
+		}
+	}
+}
+
 // checkRegexAuthorized: a regex member connected from 127.0.0.2 is
 // assigned only the matching topics that address may describe (acl-read
 // by its READ, acl-open without ACLs), not acl-secret.
@@ -218,4 +247,24 @@ func checkRegexAuthorized(t *testing.T, c2 *aclPair) {
 	const want = "acl-open:0;acl-read:0"
 	pollRegex(t, "the authorized regex resolved", 30*time.Second, func(m *regexMember) bool { return m.assigned == want }, k, c)
 	sameHistory(t, "a regex resolved for a principal", k, c)
+}
+
+func strOr(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
+
+// joinRetrying sends a joining heartbeat until the coordinator is ready
+// for it, as a client does.
+func joinRetrying(rc *rawConn, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	rc.t.Helper()
+	for i := 0; ; i++ {
+		r := rc.do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+		if !kerr.IsRetriable(kerr.ErrorForCode(r.ErrorCode)) || i == 100 {
+			return r
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

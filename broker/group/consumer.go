@@ -490,7 +490,7 @@ func (c *Coordinator) validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest)
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
-			return kerr.InvalidRegularExpression, "SubscribedTopicRegex is not a valid regular expression."
+			return kerr.InvalidRegularExpression, regexError(*req.SubscribedTopicRegex, err)
 		}
 	}
 	if req.ServerAssignor != nil {

@@ -1,8 +1,11 @@
 package group
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"time"
 )
@@ -34,8 +37,35 @@ type resolvedRegex struct {
 
 func regexKey(gid string) string { return "regex/" + gid }
 
+// compileRegex compiles s to match whole topic names, as RE2/J's
+// Matcher.matches, in the syntax of Kafka's RE2/J Pattern.compile (Go's
+// syntax.Perl: RE2/J is a port of Go's parser, and its errors carry the
+// same descriptions). The anchors wrap the parsed expression, not its
+// text, so that a \Q quote without \E or an unbalanced group cannot
+// reach past them.
 func compileRegex(s string) (*regexp.Regexp, error) {
-	return regexp.Compile("^(?:" + s + ")$")
+	re, err := syntax.Parse(s, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	whole := &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{{Op: syntax.OpBeginText}, re, {Op: syntax.OpEndText}}}
+	return regexp.Compile(whole.String())
+}
+
+// regexError is Kafka's message for a SubscribedTopicRegex that does not
+// compile: Utils.throwIfRegularExpressionIsInvalid with RE2/J's description.
+func regexError(s string, err error) string {
+	desc := err.Error()
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		desc = string(se.Code)
+		if se.Code == syntax.ErrUnexpectedParen {
+			// RE2/J kept the older Go parser's answer to an
+			// unmatched ")".
+			desc = string(syntax.ErrInternalError)
+		}
+	}
+	return fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %s.", s, desc)
 }
 
 // regexCounts returns how many members subscribe to each regex.
