@@ -46,6 +46,7 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	default:
 		return driver.GroupConsumeResult{}, fmt.Errorf("confluent-kafka-go: unknown group protocol %q", req.Protocol)
 	}
+	secure(cfg, d.sec)
 	if req.AutoCommitIntervalMs > 0 {
 		// librdkafka auto-commits stored offsets; an offset is stored as
 		// Poll returns its message (enable.auto.offset.store=true).

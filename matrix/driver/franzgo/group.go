@@ -67,6 +67,7 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		st := time.Duration(req.SessionTimeoutMs) * time.Millisecond
 		opts = append(opts, kgo.SessionTimeout(st), kgo.HeartbeatInterval(st/4))
 	}
+	opts = append(opts, d.sec...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return driver.GroupConsumeResult{}, fmt.Errorf("franz-go: %w", err)

@@ -627,6 +627,7 @@ public final class Driver {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "matrix-java-group");
+        p.putAll(sec);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, text(a, "group"));
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol); // "consumer" is KIP-848.
         // With auto-commit the consumer commits the positions after the
