@@ -96,10 +96,18 @@ func (cn *conn) authenticate(c net.Conn, cfg *SASL) error {
 			}
 		default:
 			// As SaslServerAuthenticator.handleKafkaRequest's
-			// InvalidRequestException (and, mid-exchange, its
-			// IllegalSaslStateException, whose error response
-			// Cascade does not send).
-			cn.s.connClosed("unauthenticated_request")
+			// InvalidRequestException before a handshake, and
+			// handleSaslToken's IllegalSaslStateException after
+			// one, answered with ILLEGAL_SASL_STATE where Cascade
+			// builds the request's error response.
+			if resp, ok := illegalSaslState(h, body); ok && srv != nil {
+				cn.failedAuthentication(cfg)
+				if err := cn.writeDirect(c, h, Response{Msg: resp}); err != nil {
+					return err
+				}
+			} else {
+				cn.s.connClosed("unauthenticated_request")
+			}
 			return fmt.Errorf("%w: %s v%d", ErrUnauthenticatedRequest, kmsg.NameForKey(h.Key), h.Version)
 		}
 	}
