@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -21,152 +22,113 @@ import (
 	"github.com/cascade-kafka/cascade/internal/certtest"
 )
 
-// TestSecureListenersBadInput sends what a misconfigured or hostile client
-// sends to the secured listeners, on real sockets, and checks each
-// connection ends as Kafka 4.4 ends it (SslTransportLayer,
-// SaslServerAuthenticator, NetworkReceive) while a well-behaved SASL_SSL
-// client on the same broker produces and consumes before and after every
-// case without losing a connection:
-//   - a plaintext Kafka request on the SSL port, garbage in a TLS
-//     handshake record: the handshake fails, the connection closes, and no
-//     Kafka frame comes back;
-//   - a TLS ClientHello on the PLAINTEXT and SASL_PLAINTEXT ports: its
-//     first four bytes read as a frame size past socket.request.max.bytes
-//     (or sasl.server.max.receive.size), and the connection closes;
-//   - garbage as the first SASL frame, SaslAuthenticate or Metadata before
-//     SaslHandshake: InvalidRequestException, closed unanswered;
-//   - garbage bytes after a v1 handshake: the header does not parse,
-//     closed unanswered;
-//   - a PLAIN token that is garbage, a SCRAM client-final with another
-//     nonce, a proof computed with a tampered iteration count, a tampered
-//     proof: SASL_AUTHENTICATION_FAILED, then closed;
-//   - Metadata, ApiVersions or a second SaslHandshake after a v1
-//     handshake: the request's error response with ILLEGAL_SASL_STATE
-//     (handleSaslToken's IllegalSaslStateException), then closed.
+// badInputCase is one piece of bad input to a listener, and how Kafka 4.4
+// ends the connection (SslTransportLayer, SaslServerAuthenticator,
+// NetworkReceive), as an outcome string: "closed" (no Kafka answer; a TLS
+// alert may come), "TLS handshake failed", or the answer's error followed
+// by ", closed".
+type badInputCase struct {
+	name     string
+	listener string // SSL, PLAINTEXT or SASL_PLAINTEXT
+	want     string
+	run      func(t *testing.T, addr string, ca *certtest.CA) string
+}
+
+const scramRefused = "SASL_AUTHENTICATION_FAILED: Authentication failed during authentication due to invalid credentials " +
+	"with SASL mechanism SCRAM-SHA-512, closed"
+
+var badInputCases = []badInputCase{
+	{"plaintext request on the SSL port", "SSL", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		c := dialRaw(t, addr)
+		c.Write(new(kmsg.RequestFormatter).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
+		return closedOutcome(t, c, true)
+	}},
+	{"garbage in the TLS handshake", "SSL", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		c := dialRaw(t, addr)
+		// A handshake record whose body is no ClientHello.
+		c.Write(append([]byte{0x16, 0x03, 0x01, 0x00, 0x20}, []byte(strings.Repeat("\xde\xad\xbe\xef", 8))...))
+		return closedOutcome(t, c, true)
+	}},
+	{"TLS client on the PLAINTEXT port", "PLAINTEXT", "TLS handshake failed", tlsOnPlain},
+	{"TLS client on the SASL_PLAINTEXT port", "SASL_PLAINTEXT", "TLS handshake failed", tlsOnPlain},
+	{"garbage as the first SASL frame", "SASL_PLAINTEXT", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		c := dialRaw(t, addr)
+		c.Write([]byte{0, 0, 0, 6, 0x60, 0x82, 0xff, 0x00, 0x13, 0x37})
+		return closedOutcome(t, c, false)
+	}},
+	{"SaslAuthenticate before SaslHandshake", "SASL_PLAINTEXT", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00alice\x00alice-pw")
+		return answerOutcome(t, dialRaw(t, addr), auth)
+	}},
+	{"Metadata before SaslHandshake", "SASL_PLAINTEXT", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		return answerOutcome(t, dialRaw(t, addr), kmsg.NewPtrMetadataRequest())
+	}},
+	{"garbage after SaslHandshake", "SASL_PLAINTEXT", "closed", func(t *testing.T, addr string, _ *certtest.CA) string {
+		c := handshaken(t, addr, "SCRAM-SHA-512")
+		c.Write([]byte{0, 0, 0, 3, 0xff, 0xff, 0xff})
+		return closedOutcome(t, c, false)
+	}},
+	{"garbage PLAIN token", "SASL_PLAINTEXT", "SASL_AUTHENTICATION_FAILED: Invalid SASL/PLAIN response: expected 3 tokens, got 1, closed",
+		func(t *testing.T, addr string, _ *certtest.CA) string {
+			c := handshaken(t, addr, "PLAIN")
+			return authOutcome(t, c, []byte("\xff\xfe\xfd no separators"))
+		}},
+	{"SCRAM client-final with another nonce", "SASL_PLAINTEXT", scramRefused, func(t *testing.T, addr string, _ *certtest.CA) string {
+		return scramExchange(t, addr, func(sf string) string { return sf }, func(final string) string {
+			return replaceAttr(final, "r", "notthenonce0123456789")
+		})
+	}},
+	{"SCRAM proof from a tampered iteration count", "SASL_PLAINTEXT", scramRefused, func(t *testing.T, addr string, _ *certtest.CA) string {
+		return scramExchange(t, addr, func(sf string) string { return replaceAttr(sf, "i", "8193") }, func(final string) string { return final })
+	}},
+	{"SCRAM tampered proof", "SASL_PLAINTEXT", scramRefused, func(t *testing.T, addr string, _ *certtest.CA) string {
+		return scramExchange(t, addr, func(sf string) string { return sf }, func(final string) string {
+			p, err := base64.StdEncoding.DecodeString(attr(final, "p"))
+			if err != nil || len(p) == 0 {
+				t.Fatalf("client-final %q: %v", final, err)
+			}
+			p[0] ^= 0x01
+			return replaceAttr(final, "p", base64.StdEncoding.EncodeToString(p))
+		})
+	}},
+	{"Metadata after SaslHandshake", "SASL_PLAINTEXT", "Metadata topics [t:ILLEGAL_SASL_STATE] brokers 0, closed",
+		func(t *testing.T, addr string, _ *certtest.CA) string {
+			md := kmsg.NewPtrMetadataRequest()
+			md.SetVersion(12)
+			md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
+			return answerOutcome(t, handshaken(t, addr, "PLAIN"), md)
+		}},
+	{"ApiVersions after SaslHandshake", "SASL_PLAINTEXT", "ApiVersions ILLEGAL_SASL_STATE keys 0, closed",
+		func(t *testing.T, addr string, _ *certtest.CA) string {
+			return answerOutcome(t, handshaken(t, addr, "PLAIN"), kmsg.NewPtrApiVersionsRequest())
+		}},
+	{"second SaslHandshake", "SASL_PLAINTEXT", "SaslHandshake ILLEGAL_SASL_STATE, closed",
+		func(t *testing.T, addr string, _ *certtest.CA) string {
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Version, hs.Mechanism = 1, "PLAIN"
+			return answerOutcome(t, handshaken(t, addr, "PLAIN"), hs)
+		}},
+}
+
+// TestSecureListenersBadInput sends badInputCases to Cascade's secured
+// listeners on real sockets and checks each connection ends as Kafka 4.4
+// ends it, while a well-behaved SASL_SSL client on the same broker
+// produces and consumes before and after every case without losing a
+// connection. TestConformanceSecureBadInput sends the same to Apache Kafka.
 func TestSecureListenersBadInput(t *testing.T) {
 	ca := certtest.NewCA(t, "CN=Test CA")
 	b := brokertest.Start(t, tlsProps(t, ca))
 	addScramUsers(t, b)
 	good := newSteadyClient(t, b.ListenerAddr("SASL_SSL"), ca)
 	good.roundTrip(t, "before")
-
-	plain, sasl, ssl := b.Addr(), b.ListenerAddr("SASL_PLAINTEXT"), b.ListenerAddr("SSL")
-	cases := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{"plaintext request on the SSL port", func(t *testing.T) {
-			c := dialRaw(t, ssl)
-			c.Write(new(kmsg.RequestFormatter).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
-			if got := readUntilClosed(t, c); len(got) > 0 && got[0] != 0x15 {
-				t.Fatalf("answered %q, want a close (or a TLS alert)", got)
+	addrs := map[string]string{"PLAINTEXT": b.Addr(), "SASL_PLAINTEXT": b.ListenerAddr("SASL_PLAINTEXT"), "SSL": b.ListenerAddr("SSL")}
+	for _, tc := range badInputCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run(t, addrs[tc.listener], ca); got != tc.want {
+				t.Errorf("outcome %q, want %q", got, tc.want)
 			}
-		}},
-		{"garbage in the TLS handshake", func(t *testing.T) {
-			c := dialRaw(t, ssl)
-			// A handshake record whose body is no ClientHello.
-			c.Write(append([]byte{0x16, 0x03, 0x01, 0x00, 0x20}, []byte(strings.Repeat("\xde\xad\xbe\xef", 8))...))
-			if got := readUntilClosed(t, c); len(got) > 0 && got[0] != 0x15 {
-				t.Fatalf("answered %q, want a close (or a TLS alert)", got)
-			}
-		}},
-		{"TLS client on the PLAINTEXT port", func(t *testing.T) { tlsOnPlain(t, plain, ca) }},
-		{"TLS client on the SASL_PLAINTEXT port", func(t *testing.T) { tlsOnPlain(t, sasl, ca) }},
-		{"garbage as the first SASL frame", func(t *testing.T) {
-			c := dialRaw(t, sasl)
-			c.Write([]byte{0, 0, 0, 6, 0x60, 0x82, 0xff, 0x00, 0x13, 0x37})
-			expectClosedUnanswered(t, c)
-		}},
-		{"SaslAuthenticate before SaslHandshake", func(t *testing.T) {
-			c := dialRaw(t, sasl)
-			auth := kmsg.NewPtrSASLAuthenticateRequest()
-			auth.SASLAuthBytes = []byte("\x00alice\x00alice-pw")
-			if _, err := rawFrame(t, c, auth, true); err == nil {
-				t.Fatal("SaslAuthenticate before SaslHandshake was answered")
-			}
-		}},
-		{"Metadata before SaslHandshake", func(t *testing.T) {
-			c := dialRaw(t, sasl)
-			if _, err := rawFrame(t, c, kmsg.NewPtrMetadataRequest(), false); err == nil {
-				t.Fatal("Metadata before SaslHandshake was answered")
-			}
-		}},
-		{"garbage after SaslHandshake", func(t *testing.T) {
-			c := handshaken(t, sasl, "SCRAM-SHA-512")
-			c.Write([]byte{0, 0, 0, 3, 0xff, 0xff, 0xff})
-			expectClosedUnanswered(t, c)
-		}},
-		{"garbage PLAIN token", func(t *testing.T) {
-			c := handshaken(t, sasl, "PLAIN")
-			expectAuthFailed(t, c, []byte("\xff\xfe\xfd no separators"))
-		}},
-		{"SCRAM client-final with another nonce", func(t *testing.T) {
-			scramExchange(t, sasl, func(serverFirst string) string { return serverFirst }, func(final string) string {
-				return replaceAttr(final, "r", "notthenonce0123456789")
-			})
-		}},
-		{"SCRAM proof from a tampered iteration count", func(t *testing.T) {
-			scramExchange(t, sasl, func(serverFirst string) string {
-				return replaceAttr(serverFirst, "i", "8193")
-			}, func(final string) string { return final })
-		}},
-		{"SCRAM tampered proof", func(t *testing.T) {
-			scramExchange(t, sasl, func(serverFirst string) string { return serverFirst }, func(final string) string {
-				p, err := base64.StdEncoding.DecodeString(attr(final, "p"))
-				if err != nil || len(p) == 0 {
-					t.Fatalf("client-final %q: %v", final, err)
-				}
-				p[0] ^= 0x01
-				return replaceAttr(final, "p", base64.StdEncoding.EncodeToString(p))
-			})
-		}},
-		{"Metadata after SaslHandshake", func(t *testing.T) {
-			c := handshaken(t, sasl, "PLAIN")
-			md := kmsg.NewPtrMetadataRequest()
-			md.SetVersion(12)
-			md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
-			body, err := rawFrame(t, c, md, true)
-			if err != nil {
-				t.Fatalf("no answer: %v", err)
-			}
-			resp := kmsg.NewPtrMetadataResponse()
-			resp.SetVersion(12)
-			if err := resp.ReadFrom(body); err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.IllegalSaslState.Code ||
-				*resp.Topics[0].Topic != "t" || len(resp.Brokers) != 0 {
-				t.Fatalf("answer %+v %v, want topic t with ILLEGAL_SASL_STATE and no brokers", resp, err)
-			}
-			expectClosedUnanswered(t, c)
-		}},
-		{"ApiVersions after SaslHandshake", func(t *testing.T) {
-			c := handshaken(t, sasl, "PLAIN")
-			body, err := rawFrame(t, c, kmsg.NewPtrApiVersionsRequest(), false)
-			if err != nil {
-				t.Fatalf("no answer: %v", err)
-			}
-			resp := kmsg.NewPtrApiVersionsResponse()
-			if err := resp.ReadFrom(body); err != nil || resp.ErrorCode != kerr.IllegalSaslState.Code || len(resp.ApiKeys) != 0 {
-				t.Fatalf("answer %+v %v, want ILLEGAL_SASL_STATE", resp, err)
-			}
-			expectClosedUnanswered(t, c)
-		}},
-		{"second SaslHandshake", func(t *testing.T) {
-			c := handshaken(t, sasl, "PLAIN")
-			hs := kmsg.NewPtrSASLHandshakeRequest()
-			hs.Version, hs.Mechanism = 1, "PLAIN"
-			body, err := rawFrame(t, c, hs, false)
-			if err != nil {
-				t.Fatalf("no answer: %v", err)
-			}
-			resp := kmsg.NewPtrSASLHandshakeResponse()
-			resp.Version = 1
-			if err := resp.ReadFrom(body); err != nil || resp.ErrorCode != kerr.IllegalSaslState.Code {
-				t.Fatalf("answer %+v %v, want ILLEGAL_SASL_STATE", resp, err)
-			}
-			expectClosedUnanswered(t, c)
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, tc.run)
+		})
 		good.roundTrip(t, "after "+tc.name)
 	}
 	if n := good.disconnects.Load(); n != 0 {
@@ -179,7 +141,6 @@ func TestSecureListenersBadInput(t *testing.T) {
 type steadyClient struct {
 	cl          *kgo.Client
 	disconnects atomic.Int64
-	sent        int
 }
 
 func (s *steadyClient) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) { s.disconnects.Add(1) }
@@ -207,7 +168,6 @@ func (s *steadyClient) roundTrip(t *testing.T, when string) {
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: "steady", Value: []byte(v)}).FirstErr(); err != nil {
 		t.Fatalf("well-behaved client %s: produce: %v", when, err)
 	}
-	s.sent++
 	for {
 		fs := s.cl.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
@@ -230,38 +190,69 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 	return c
 }
 
-// readUntilClosed reads until the broker closes c, at most 64 KiB and 10
-// seconds, and returns what came.
-func readUntilClosed(t *testing.T, c net.Conn) []byte {
+// closedOutcome reads until the broker closes c, at most 64 KiB and 10
+// seconds: "closed" when nothing came (or, with alert, only a TLS alert
+// record), else what came.
+func closedOutcome(t *testing.T, c net.Conn, alert bool) string {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got, err := io.ReadAll(io.LimitReader(c, 64<<10))
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("the connection stayed open (read %d bytes)", len(got))
+		return fmt.Sprintf("open after %d bytes", len(got))
 	}
-	return got
-}
-
-func expectClosedUnanswered(t *testing.T, c net.Conn) {
-	t.Helper()
-	if got := readUntilClosed(t, c); len(got) != 0 {
-		t.Fatalf("answered %d bytes, want a close", len(got))
+	if len(got) == 0 || (alert && got[0] == 0x15) {
+		return "closed"
 	}
+	return fmt.Sprintf("answered % x", got[:min(len(got), 16)])
 }
 
 // tlsOnPlain runs a TLS handshake against a listener that does not speak
-// TLS: it must fail, and the broker close the connection.
-func tlsOnPlain(t *testing.T, addr string, ca *certtest.CA) {
+// TLS.
+func tlsOnPlain(t *testing.T, addr string, ca *certtest.CA) string {
 	t.Helper()
 	raw := dialRaw(t, addr)
 	raw.SetDeadline(time.Now().Add(10 * time.Second))
-	c := tls.Client(raw, clientTLS(ca, nil))
-	err := c.Handshake()
+	err := tls.Client(raw, clientTLS(ca, nil)).Handshake()
 	var ne net.Error
-	if err == nil || (errors.As(err, &ne) && ne.Timeout()) {
-		t.Fatalf("TLS handshake on a plaintext port: %v, want it to fail with the connection closed", err)
+	switch {
+	case err == nil:
+		return "TLS handshake completed"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "TLS handshake timed out"
 	}
+	return "TLS handshake failed"
+}
+
+// answerOutcome sends req on c and describes the answer, then whether the
+// connection closed.
+func answerOutcome(t *testing.T, c net.Conn, req kmsg.Request) string {
+	t.Helper()
+	body, err := rawFrame(t, c, req, req.IsFlexible() && req.Key() != 18)
+	if err != nil {
+		return "closed"
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decoding %T: %v", resp, err)
+	}
+	var out string
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		var topics []string
+		for _, tp := range r.Topics {
+			topics = append(topics, *tp.Topic+":"+codeName(tp.ErrorCode))
+		}
+		out = fmt.Sprintf("Metadata topics [%s] brokers %d", strings.Join(topics, " "), len(r.Brokers))
+	case *kmsg.ApiVersionsResponse:
+		out = fmt.Sprintf("ApiVersions %s keys %d", codeName(r.ErrorCode), len(r.ApiKeys))
+	case *kmsg.SASLHandshakeResponse:
+		out = "SaslHandshake " + codeName(r.ErrorCode)
+	default:
+		out = fmt.Sprintf("%T", resp)
+	}
+	return out + ", " + closedOutcome(t, c, false)
 }
 
 // handshaken returns a connection to a SASL listener after a v1
@@ -300,23 +291,26 @@ func authenticate(t *testing.T, c net.Conn, token []byte) *kmsg.SASLAuthenticate
 	return resp
 }
 
-// expectAuthFailed sends token and expects SASL_AUTHENTICATION_FAILED,
-// then a close.
-func expectAuthFailed(t *testing.T, c net.Conn, token []byte) {
+// authOutcome sends token and describes the answer's error and message,
+// then whether the connection closed.
+func authOutcome(t *testing.T, c net.Conn, token []byte) string {
 	t.Helper()
 	resp := authenticate(t, c, token)
-	if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
-		t.Fatalf("answer %+v, want SASL_AUTHENTICATION_FAILED", resp)
+	out := codeName(resp.ErrorCode)
+	if resp.ErrorMessage != nil {
+		out += ": " + *resp.ErrorMessage
 	}
-	expectClosedUnanswered(t, c)
+	return out + ", " + closedOutcome(t, c, false)
 }
 
-// scramExchange runs SCRAM-SHA-512 as carol with xdg-go/scram, passing the
-// server-first message through serverFirst and the client-final through
-// final, and expects the broker to refuse the client-final with Kafka's
-// message. With both functions the identity the same exchange succeeds.
-func scramExchange(t *testing.T, addr string, serverFirst, final func(string) string) {
+// scramExchange runs SCRAM-SHA-512 as carol (8192 iterations) with
+// xdg-go/scram, passing the server-first message through serverFirst and
+// the client-final through final, and describes the broker's answer to the
+// client-final. The same exchange untampered must succeed first, so the
+// refusal is the tampering's.
+func scramExchange(t *testing.T, addr string, serverFirst, final func(string) string) string {
 	t.Helper()
+	var out string
 	for _, tamper := range []bool{false, true} {
 		c := handshaken(t, addr, "SCRAM-SHA-512")
 		cl, err := xscram.SHA512.NewClient("carol", "carol-pw", "")
@@ -346,13 +340,9 @@ func scramExchange(t *testing.T, addr string, serverFirst, final func(string) st
 			}
 			continue
 		}
-		resp = authenticate(t, c, []byte(final(fin)))
-		want := "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
-		if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != want {
-			t.Fatalf("answer %+v, want SASL_AUTHENTICATION_FAILED: %s", resp, want)
-		}
-		expectClosedUnanswered(t, c)
+		out = authOutcome(t, c, []byte(final(fin)))
 	}
+	return out
 }
 
 // attr returns the value of a SCRAM message's attribute.
@@ -374,4 +364,16 @@ func replaceAttr(msg, name, value string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// codeName is Kafka's name of an error code, NONE for 0.
+func codeName(code int16) string {
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) {
+		return ke.Message
+	}
+	if code == 0 {
+		return "NONE"
+	}
+	return fmt.Sprintf("code %d", code)
 }
