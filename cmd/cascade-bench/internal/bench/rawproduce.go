@@ -77,7 +77,7 @@ func (d *rawDriver) produce(ctx context.Context, job *produceJob) error {
 	defer boot.close()
 	pid, epoch := int64(-1), int16(-1)
 	if job.w.Acks == "all" {
-		if pid, epoch, err = initProducerID(boot); err != nil {
+		if pid, epoch, err = initProducerID(ctx, boot); err != nil {
 			return err
 		}
 	}
@@ -353,21 +353,35 @@ func (d *rawDriver) acked(job *produceJob, req *rawRequest, v int16, body []byte
 	}
 }
 
-// initProducerID asks for an idempotent producer id and epoch.
-func initProducerID(c *rawConn) (int64, int16, error) {
+// initProducerID asks for an idempotent producer id and epoch, retrying
+// retriable errors (a fresh Kafka broker answers COORDINATOR_LOAD_IN_PROGRESS
+// until its producer id block is allocated) for up to 30 s, as a client's
+// retries would.
+func initProducerID(ctx context.Context, c *rawConn) (int64, int16, error) {
 	v, err := c.version(22, 0, 4)
 	if err != nil {
 		return 0, 0, err
 	}
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version, req.TransactionTimeoutMillis = v, 60_000
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	resp := kmsg.NewPtrInitProducerIDResponse()
-	if err := c.call(req, resp); err != nil {
-		return 0, 0, err
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionTimeoutMillis = v, 60_000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp := kmsg.NewPtrInitProducerIDResponse()
+		if err := c.call(req, resp); err != nil {
+			return 0, 0, err
+		}
+		err := kerr.ErrorForCode(resp.ErrorCode)
+		if err == nil {
+			return resp.ProducerID, resp.ProducerEpoch, nil
+		}
+		if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("raw client: InitProducerId: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return 0, 0, fmt.Errorf("raw client: InitProducerId: %w", err)
-	}
-	return resp.ProducerID, resp.ProducerEpoch, nil
 }
