@@ -30,7 +30,7 @@
 #   BENCHCMP_BENCHTIME [500ms]  -benchtime of each run
 #   BENCHCMP_BAND [5]           noise band, percent, for the benchmarks
 #   BENCHCMP_LOAD_BAND [10]     noise band, percent, for the load runs
-#   BENCHCMP_LOAD_ROUNDS [5]    load runs per commit; 0 skips them
+#   BENCHCMP_LOAD_ROUNDS [6]    load runs per commit; 0 skips them
 #   BENCHCMP_LOAD_ARGS          workload flags of the load runs
 #                               [workload A's shape, 200,000 records]
 #   BENCHCMP_KEEP               keep the temporary directory (set to 1)
@@ -54,7 +54,7 @@ count=${BENCHCMP_COUNT:-6}
 benchtime=${BENCHCMP_BENCHTIME:-500ms}
 band=${BENCHCMP_BAND:-5}
 load_band=${BENCHCMP_LOAD_BAND:-10}
-load_rounds=${BENCHCMP_LOAD_ROUNDS:-5}
+load_rounds=${BENCHCMP_LOAD_ROUNDS:-6}
 load_args=${BENCHCMP_LOAD_ARGS:---records 200000 --payload-bytes 1024 --partitions 8 --producers 4 --consumers 4 --compression lz4 --acks all --flush-ms 1000 --batch-bytes 131072}
 
 root=$(git rev-parse --show-toplevel)
@@ -142,28 +142,29 @@ EOF
   done
 done
 
-benchstat() { (cd "$tmp/head" && go run "$BENCHSTAT" "$@"); }
-cd "$tmp"
+benchstat() { (cd "$root" && go run "$BENCHSTAT" "$@"); }
 echo
 echo "== hot-path benchmarks: base $base_sha vs head $head_sha (-count $count, -benchtime $benchtime)"
-benchstat base.txt head.txt
-benchstat -format csv base.txt head.txt >bench.csv
+benchstat "base=$tmp/base.txt" "head=$tmp/head.txt"
+benchstat -format csv "base=$tmp/base.txt" "head=$tmp/head.txt" >"$tmp/bench.csv" 2>/dev/null
 if [ "$load_rounds" -gt 0 ]; then
   echo
   echo "== load: --client raw against one cmd/cascade, $load_rounds runs each ($load_args)"
-  benchstat base=base-load.txt head=head-load.txt
-  benchstat -format csv base=base-load.txt head=head-load.txt >load.csv
+  benchstat "base=$tmp/base-load.txt" "head=$tmp/head-load.txt"
+  benchstat -format csv "base=$tmp/base-load.txt" "head=$tmp/head-load.txt" >"$tmp/load.csv" 2>/dev/null
 else
-  : >load.csv
+  : >"$tmp/load.csv"
 fi
 
 status=0
-python3 - "$band" bench.csv "$load_band" load.csv <<'EOF' || status=$?
+python3 - "$band" "$tmp/bench.csv" "$load_band" "$tmp/load.csv" "$load_rounds" <<'EOF' || status=$?
 import csv, sys
 
 def worse(path, band):
-    """Rows benchstat marks significant and worse than band percent."""
+    """Rows benchstat marks significant and worse than band percent, and
+    how many rows it compared."""
     out = []
+    rows = 0
     unit = None
     for row in csv.reader(open(path)):
         if not row:
@@ -174,6 +175,7 @@ def worse(path, band):
             continue
         if unit is None or len(row) < 7 or row[0] in ("", "geomean"):
             continue
+        rows += 1
         delta, p = row[5], row[6]
         if not delta.endswith("%") or not p.startswith("p="):
             continue  # "~": no significant difference
@@ -187,9 +189,13 @@ def worse(path, band):
         bad = -pct if higher_better else pct
         if pval < 0.05 and bad > band:
             out.append("%s %s: %+.2f%% (p=%.3f), band %g%%" % (row[0], unit, pct, pval, band))
-    return out
+    return out, rows
 
-found = worse(sys.argv[2], float(sys.argv[1])) + worse(sys.argv[4], float(sys.argv[3]))
+found, rows = worse(sys.argv[2], float(sys.argv[1]))
+load_found, load_rows = worse(sys.argv[4], float(sys.argv[3]))
+if rows == 0 or (int(sys.argv[5]) > 0 and load_rows == 0):
+    sys.exit("benchcmp: benchstat compared nothing (%d benchmark rows, %d load rows)" % (rows, load_rows))
+found += load_found
 print()
 if found:
     print("benchcmp: REGRESSION beyond the noise band:")

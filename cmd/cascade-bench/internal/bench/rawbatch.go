@@ -55,9 +55,12 @@ type rawTemplates struct {
 	w     Workload
 	codec int8
 	// epoch is the base timestamp of record id 0: a send's first record id
-	// is its batch's base timestamp minus epoch. It lies MaxRecords
-	// milliseconds before the run, so every timestamp is in the past (and
-	// within Kafka's default retention of seven days).
+	// is its batch's base timestamp minus epoch. It lies as many
+	// milliseconds before the run as the run (or its warm-up) has records,
+	// so every timestamp is in the past, and for runs of up to 86 million
+	// records within a day: inside Kafka's default retention (seven days)
+	// and producer.id.expiration.ms (one day), which both count from the
+	// batches' timestamps.
 	epoch int64
 }
 
@@ -93,7 +96,7 @@ func rawPerBatch(w Workload) int {
 
 func newRawTemplates(w Workload) (*rawTemplates, error) {
 	t := &rawTemplates{w: w, perBatch: rawPerBatch(w), short: map[int]*rawTemplate{}, codec: rawCodecs[w.Compression],
-		epoch: time.Now().UnixMilli() - MaxRecords}
+		epoch: time.Now().UnixMilli() - max(w.Records, w.WarmupRecords)}
 	for i := range rawFullTemplates {
 		tp, err := buildRawTemplate(w, t.codec, t.perBatch, uint64(i*t.perBatch))
 		if err != nil {
