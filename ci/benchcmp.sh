@@ -177,6 +177,15 @@ def worse(path, band):
             continue
         rows += 1
         delta, p = row[5], row[6]
+        if delta == "?" and p.startswith("p="):
+            # From a zero base (allocations) benchstat gives no percentage.
+            try:
+                b, h, pval = float(row[1]), float(row[3]), float(p.split("=", 1)[1].split()[0])
+            except ValueError:
+                continue
+            if pval < 0.05 and h > b and not unit.endswith("/s"):
+                out.append("%s %s: %g -> %g (p=%.3f)" % (row[0], unit, b, h, pval))
+            continue
         if not delta.endswith("%") or not p.startswith("p="):
             continue  # "~": no significant difference
         try:

@@ -15,6 +15,11 @@
 //	    --consumers 4 --compression lz4 --acks all --flush-ms 1000 \
 //	    --linger-ms 5 --batch-bytes 131072
 //
+// With --client raw the tool's own client replays prebuilt batches and
+// checks fetched ones by header and CRC, so the clients cost next to
+// nothing and the broker sets the pace (docs/benchmarks.md, "The raw
+// client").
+//
 // Flags follow kafka-producer-perf-test and the producer configs. Payloads
 // are deterministic, incompressible and distinct: each carries its record
 // id and a CRC-32C, and the consumers check that every record was read
