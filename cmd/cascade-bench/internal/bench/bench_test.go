@@ -336,6 +336,12 @@ func TestCompareCascadeCluster(t *testing.T) {
 	if d := res.DiskBytes; d == nil || *d < 3*w.Records*int64(w.PayloadBytes) {
 		t.Errorf("disk bytes %v from %q, want three copies of the payload", d, res.DiskSource)
 	}
+	// The raw client finds each partition's leader among the three nodes.
+	w.Client = ClientRaw
+	res, err = Run(ctx, "cascade", inst, w, 2, Options{PlantLoss: -1})
+	if err != nil || !res.Verified {
+		t.Errorf("raw client on the cluster: err %v, %+v", err, res.Verification)
+	}
 }
 
 // TestCompareApacheKafka runs the tiny workload against Apache Kafka from

@@ -175,6 +175,13 @@ func (d *rawDriver) produceTo(ctx context.Context, c *rawConn, job *produceJob, 
 			}
 		}
 		if len(req.sends) == 0 {
+			if acks == 0 {
+				// Nothing answers a Produce with acks=0, but a broker
+				// handles a connection's requests in order: once this
+				// one is answered, every batch sent before it is in the
+				// log, and the end offsets listed next count it.
+				return c.call(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+			}
 			return nil
 		}
 		offered, err := pace.offer(ctx, req.sends[0].first-job.first)
