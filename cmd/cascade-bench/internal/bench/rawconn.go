@@ -150,6 +150,7 @@ func (rc *rawConn) readLoop() {
 	default:
 	}
 	rc.readErr.set(err)
+	err = rc.readErr.get() // a failed write's error, if one came first
 	rc.close()
 	// Fail what is still pending; new sends see the closed connection.
 	// Callbacks given an error never send, so holding mu here is safe.
@@ -168,7 +169,9 @@ func (rc *rawConn) readLoop() {
 
 // sendLocked writes a frame whose correlation id field (bytes 8 to 12 of
 // bufs[0]) it fills in, and registers fn for its response; fn nil means the
-// request has none (Produce with acks=0).
+// request has none (Produce with acks=0). An error returned means fn will
+// not be called; once registered, fn is called exactly once, with the
+// response or with the error that ended the connection.
 func (rc *rawConn) sendLocked(bufs net.Buffers, fn func([]byte, error)) error {
 	select {
 	case <-rc.done:
@@ -185,8 +188,14 @@ func (rc *rawConn) sendLocked(bufs net.Buffers, fn func([]byte, error)) error {
 		}
 	}
 	if _, err := bufs.WriteTo(rc.c); err != nil {
-		rc.c.Close()
-		return fmt.Errorf("raw client: writing a request: %w", err)
+		err = fmt.Errorf("raw client: writing a request: %w", err)
+		rc.readErr.set(err)
+		rc.close()
+		if fn == nil {
+			return err
+		}
+		// The reader fails every pending request, this one included, so
+		// the error reaches fn once, as any response would.
 	}
 	return nil
 }

@@ -78,8 +78,12 @@ func (d *rawDriver) consume(ctx context.Context, job *consumeJob) error {
 		}
 	}
 	for _, g := range groups {
-		if err := d.fetch(job, g); err != nil {
+		sent, err := d.fetch(job, g)
+		if err != nil {
 			return err
+		}
+		if !sent {
+			done <- nil
 		}
 	}
 	for range groups {
@@ -96,10 +100,11 @@ func (d *rawDriver) consume(ctx context.Context, job *consumeJob) error {
 	return nil
 }
 
-// fetch sends the group's next fetch: every partition not yet read to its
-// end, from its next offset. The response is checked in the connection's
-// reader, which sends the group's next fetch, or reports the group done.
-func (d *rawDriver) fetch(job *consumeJob, g *rawFetchGroup) error {
+// fetch sends the group's next fetch, if it has a partition not yet read
+// to its end: every such partition, from its next offset. The response is
+// checked in the connection's reader, which sends the group's next fetch,
+// or reports the group done once it has checked the last batches.
+func (d *rawDriver) fetch(job *consumeJob, g *rawFetchGroup) (sent bool, err error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes = g.v, -1, 500, 1
 	req.MaxBytes, req.SessionEpoch = 50<<20, -1
@@ -115,34 +120,48 @@ func (d *rawDriver) fetch(job *consumeJob, g *rawFetchGroup) error {
 		t.Partitions = append(t.Partitions, fp)
 	}
 	if len(t.Partitions) == 0 {
-		g.done <- nil
-		return nil
+		return false, nil
 	}
 	req.Topics = append(req.Topics, t)
-	return g.c.send(req, func(body []byte, err error) {
+	return true, g.c.send(req, func(body []byte, err error) {
+		var batches [][]byte
 		if err == nil {
-			err = d.fetched(job, g, body)
+			batches, err = d.fetched(job, g, body)
 		}
+		more := false
 		if err == nil {
-			err = d.fetch(job, g)
+			// The next fetch goes out before this one's batches are
+			// checked, so the broker works while the consumer does.
+			more, err = d.fetch(job, g)
 		}
 		if err != nil {
 			g.done <- err
+			return
+		}
+		var n int
+		for _, b := range batches {
+			n += d.t.check(b, job.v)
+		}
+		job.consumed.Add(int64(n))
+		job.bytes.Add(int64(n) * int64(job.w.PayloadBytes))
+		if !more {
+			g.done <- nil
 		}
 	})
 }
 
-// fetched checks a fetch response's batches and advances the group's
-// offsets.
-func (d *rawDriver) fetched(job *consumeJob, g *rawFetchGroup, body []byte) error {
+// fetched decodes a fetch response, advances the group's offsets past its
+// whole batches and returns them, to be checked.
+func (d *rawDriver) fetched(job *consumeJob, g *rawFetchGroup, body []byte) ([][]byte, error) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = g.v
 	if err := decodeResponse(resp, body); err != nil {
-		return err
+		return nil, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fmt.Errorf("raw consumer: fetch: %w", err)
+		return nil, fmt.Errorf("raw consumer: fetch: %w", err)
 	}
+	var batches [][]byte
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			var part *rawFetchPart
@@ -152,24 +171,24 @@ func (d *rawDriver) fetched(job *consumeJob, g *rawFetchGroup, body []byte) erro
 				}
 			}
 			if part == nil || rt.Topic != job.topic {
-				return fmt.Errorf("raw consumer: fetch answered %s-%d, not asked for", rt.Topic, rp.Partition)
+				return nil, fmt.Errorf("raw consumer: fetch answered %s-%d, not asked for", rt.Topic, rp.Partition)
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return fmt.Errorf("raw consumer: fetch %s-%d at %d: %w", job.topic, rp.Partition, part.next, err)
+				return nil, fmt.Errorf("raw consumer: fetch %s-%d at %d: %w", job.topic, rp.Partition, part.next, err)
 			}
-			if err := d.take(job, part, rp.RecordBatches); err != nil {
-				return err
+			var err error
+			if batches, err = take(job.topic, part, rp.RecordBatches, batches); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return batches, nil
 }
 
-// take checks the whole batches of one partition's fetched data, from the
-// partition's next offset; a batch cut short by the size limit at the end
-// is fetched again next time.
-func (d *rawDriver) take(job *consumeJob, part *rawFetchPart, data []byte) error {
-	var n int
+// take appends the whole batches of one partition's fetched data from the
+// partition's next offset to batches and moves the offset past them; a
+// batch cut short by the size limit at the end is fetched again next time.
+func take(topic string, part *rawFetchPart, data []byte, batches [][]byte) ([][]byte, error) {
 	for len(data) >= batchHeaderBytes {
 		size := 12 + int(int32(binary.BigEndian.Uint32(data[batchLengthPos:])))
 		if size < batchHeaderBytes || size > len(data) {
@@ -183,12 +202,10 @@ func (d *rawDriver) take(job *consumeJob, part *rawFetchPart, data []byte) error
 			continue // Already read: a broker returns whole batches.
 		}
 		if base < part.next {
-			return fmt.Errorf("raw consumer: %s-%d: batch at %d..%d overlaps offset %d", job.topic, part.id, base, last, part.next)
+			return nil, fmt.Errorf("raw consumer: %s-%d: batch at %d..%d overlaps offset %d", topic, part.id, base, last, part.next)
 		}
-		n += d.t.check(b, job.v)
+		batches = append(batches, b)
 		part.next = last + 1
 	}
-	job.consumed.Add(int64(n))
-	job.bytes.Add(int64(n) * int64(job.w.PayloadBytes))
-	return nil
+	return batches, nil
 }
