@@ -42,7 +42,9 @@ type rawSend struct {
 	first     int64
 	count     int
 	partition int32
-	tmpl      *rawTemplate
+	// slot is the partition's index in the connection's list.
+	slot int
+	tmpl *rawTemplate
 	// skip marks the planted loss: counted as sent, never sent. extra
 	// marks the planted duplicate: sent, counted neither as offered nor as
 	// acknowledged.
@@ -153,6 +155,11 @@ func (d *rawDriver) produceTo(ctx context.Context, c *rawConn, job *produceJob, 
 	case "0":
 		acks = 0
 	}
+	for i, p := range parts {
+		for k := range p.sends {
+			p.sends[k].slot = i
+		}
+	}
 	slots := make(chan struct{}, rawInFlight(job.w))
 	pace := newPacer(job.rate)
 	perRequest := len(parts)
@@ -218,9 +225,9 @@ func (d *rawDriver) produceTo(ctx context.Context, c *rawConn, job *produceJob, 
 		// the small pieces are written here; the records are the
 		// template's own bytes.
 		scratch = appendProduceHead(scratch[:0], v, acks, job.topic, len(live))
-		marks := append(marks[:0], len(scratch))
+		marks = append(marks[:0], len(scratch))
 		for k, s := range live {
-			p := partsByID(parts, s.partition)
+			p := parts[s.slot]
 			d.t.stamp(&headers[k], s.tmpl, s.first, pid, epoch, p.seq)
 			if pid >= 0 {
 				p.seq = nextSequence(p.seq, s.count)
@@ -234,7 +241,7 @@ func (d *rawDriver) produceTo(ctx context.Context, c *rawConn, job *produceJob, 
 		}
 		scratch = append(scratch, 0, 0, 0)
 		binary.BigEndian.PutUint32(scratch, uint32(len(scratch)-4+rawRecordsBytes(live)))
-		bufs := append(bufs[:0], scratch[:marks[0]])
+		bufs = append(bufs[:0], scratch[:marks[0]])
 		for k, s := range live {
 			bufs = append(bufs, scratch[marks[k]:marks[k+1]], headers[k][:], s.tmpl.records)
 		}
@@ -262,15 +269,6 @@ func (d *rawDriver) produceTo(ctx context.Context, c *rawConn, job *produceJob, 
 			<-slots
 		}
 	}
-}
-
-func partsByID(parts []*rawPartition, id int32) *rawPartition {
-	for _, p := range parts {
-		if p.id == id {
-			return p
-		}
-	}
-	panic("raw producer: a send for a partition it does not own")
 }
 
 // countRecords counts the records of sends, the planted duplicate aside.
