@@ -12,7 +12,7 @@ import (
 
 // TestSaramaSmoke runs sarama's default protocol versions (older,
 // non-flexible ones: Produce v7, Fetch v10, Metadata v7) through the
-// broker; the lead's sarama suite goes further.
+// broker; the matrix's sarama cells go further.
 func TestSaramaSmoke(t *testing.T) {
 	b := brokertest.Start(t)
 	createTopic(t, b, "sarama", 1)

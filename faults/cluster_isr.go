@@ -2,12 +2,9 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cascade-kafka/cascade/matrix/cluster"
 )
@@ -94,35 +91,13 @@ func (t *ClusterTarget) waitInISR(ctx context.Context, w Watch, id int, in bool,
 // isrWithout returns the watched partition's ISR as the live nodes other
 // than skip show it, taking the view of the latest leader epoch.
 func (t *ClusterTarget) isrWithout(ctx context.Context, w Watch, skip int) ([]int, error) {
-	epoch := int32(-1)
-	var isr []int
-	var errs []error
-	for _, n := range cluster.LiveBrokers(t.C) {
-		if n == skip {
-			continue
-		}
-		actx, cancel := context.WithTimeout(ctx, askTimeout)
-		resp, err := t.C.Request(actx, n, cluster.MetadataRequest([]string{w.Topic}))
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %d: %w", n, err))
-			continue
-		}
-		for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
-			for _, mp := range mt.Partitions {
-				if mp.Partition != w.Partition || mp.ErrorCode != 0 || mp.LeaderEpoch <= epoch {
-					continue
-				}
-				epoch, isr = mp.LeaderEpoch, nil
-				for _, r := range mp.ISR {
-					isr = append(isr, int(r))
-				}
-			}
-		}
+	views, err := latestViews(ctx, t, w.Topic, skip)
+	if err != nil {
+		return nil, err
 	}
-	if epoch < 0 {
-		return nil, fmt.Errorf("no node showed %s-%d: %w", w.Topic, w.Partition, errors.Join(errs...))
+	mp, ok := views[w.Partition]
+	if !ok {
+		return nil, fmt.Errorf("no node showed %s-%d", w.Topic, w.Partition)
 	}
-	slices.Sort(isr)
-	return isr, nil
+	return isrOf(mp), nil
 }

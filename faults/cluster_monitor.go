@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -71,40 +73,63 @@ func (m *Monitor) sample(ctx context.Context) {
 	cancel()
 	// Every live node is asked, and each partition takes the view of the
 	// latest leader epoch: a node cut off from its peers still answers
-	// clients with the leadership it last knew.
-	epochs := make([]int32, m.Partitions)
-	for i := range epochs {
-		epochs[i] = -1
-	}
-	for _, id := range cluster.LiveBrokers(m.T.C) {
-		actx, cancel := context.WithTimeout(ctx, askTimeout)
-		resp, err := m.T.C.Request(actx, id, cluster.MetadataRequest([]string{m.Topic}))
-		cancel()
-		if err != nil {
+	// clients with the leadership it last knew. A moment at which no
+	// node answers is recorded as one without leaders.
+	views, _ := latestViews(ctx, m.T, m.Topic, -1)
+	for p, mp := range views {
+		if p < 0 || p >= m.Partitions {
 			continue
 		}
-		for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
-			for _, mp := range mt.Partitions {
-				if mp.Partition < 0 || mp.Partition >= m.Partitions || mp.ErrorCode != 0 || mp.LeaderEpoch <= epochs[mp.Partition] {
-					continue
-				}
-				epochs[mp.Partition] = mp.LeaderEpoch
-				s.Leaders[mp.Partition] = -1
-				if mp.Leader >= 0 && m.T.C.Live(int(mp.Leader)) {
-					s.Leaders[mp.Partition] = int(mp.Leader)
-				}
-				var isr []int
-				for _, r := range mp.ISR {
-					isr = append(isr, int(r))
-				}
-				slices.Sort(isr)
-				s.ISRs[mp.Partition] = isr
-			}
+		if mp.Leader >= 0 && m.T.C.Live(int(mp.Leader)) {
+			s.Leaders[p] = int(mp.Leader)
 		}
+		s.ISRs[p] = isrOf(mp)
 	}
 	m.mu.Lock()
 	m.samples = append(m.samples, s)
 	m.mu.Unlock()
+}
+
+// latestViews asks every live node but skip for topic's partitions and
+// keeps, per partition, the answer of the latest leader epoch without an
+// error; the error says why no node answered, when none did.
+func latestViews(ctx context.Context, t *ClusterTarget, topic string, skip int) (map[int32]kmsg.MetadataResponseTopicPartition, error) {
+	out := map[int32]kmsg.MetadataResponseTopicPartition{}
+	var errs []error
+	for _, id := range cluster.LiveBrokers(t.C) {
+		if id == skip {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, askTimeout)
+		resp, err := t.C.Request(actx, id, cluster.MetadataRequest([]string{topic}))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", id, err))
+			continue
+		}
+		for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+			for _, mp := range mt.Partitions {
+				if cur, ok := out[mp.Partition]; mp.ErrorCode != 0 || ok && mp.LeaderEpoch <= cur.LeaderEpoch {
+					continue
+				}
+				out[mp.Partition] = mp
+			}
+		}
+	}
+	if len(out) == 0 {
+		return out, fmt.Errorf("no node showed %s: %w", topic, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// isrOf returns a partition's ISR, sorted.
+func isrOf(mp kmsg.MetadataResponseTopicPartition) []int {
+	var isr []int
+	for _, r := range mp.ISR {
+		isr = append(isr, int(r))
+	}
+	slices.Sort(isr)
+	return isr
 }
 
 // Samples returns what was sampled, in order.

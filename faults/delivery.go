@@ -37,13 +37,7 @@ func (d Delivery) String() string {
 // ValidateDelivery applies the delivery rule to a history whose drain
 // (client "drain") read the topic to its end.
 func ValidateDelivery(h []lin.Op) Delivery {
-	committed := map[string]bool{}
-	for i := range h {
-		o := &h[i]
-		if o.Op == lin.OpEndTxn && o.Outcome == lin.OutcomeOK && o.Commit != nil && *o.Commit {
-			committed[o.Txn] = true
-		}
-	}
+	committed := committedTxns(h)
 	type at struct {
 		p   int32
 		off int64

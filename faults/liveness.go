@@ -259,13 +259,7 @@ func pauseStats(h []lin.Op, events []FaultEvent) []PauseStat {
 // readable (outside transactions, or of an acknowledged commit) at or past
 // the consumer's final position in each partition.
 func consumerLag(h []lin.Op) map[string]int {
-	committed := map[string]bool{}
-	for i := range h {
-		o := &h[i]
-		if o.Op == lin.OpEndTxn && o.Outcome == lin.OutcomeOK && *o.Commit {
-			committed[o.Txn] = true
-		}
-	}
+	committed := committedTxns(h)
 	acked := map[lin.TP][]int64{}
 	pos := map[string]map[lin.TP]int64{}
 	for i := range h {
@@ -402,4 +396,17 @@ func (s Stuck) String() string {
 		return fmt.Sprintf("%s made no successful operation after the final heal (last success at %.1f s)", s.Client, float64(s.LastOK)/1e9)
 	}
 	return fmt.Sprintf("%s made no successful operation from %.1f s until %.1f s", s.Client, float64(s.LastOK)/1e9, float64(s.FirstOK)/1e9)
+}
+
+// committedTxns names the transactions of h whose commit was acknowledged:
+// their produces must be readable, as those outside transactions.
+func committedTxns(h []lin.Op) map[string]bool {
+	committed := map[string]bool{}
+	for i := range h {
+		o := &h[i]
+		if o.Op == lin.OpEndTxn && o.Outcome == lin.OutcomeOK && o.Commit != nil && *o.Commit {
+			committed[o.Txn] = true
+		}
+	}
+	return committed
 }

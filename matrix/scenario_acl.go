@@ -164,25 +164,35 @@ var aclGroupScenario = Scenario{
 		if err := createACLs(ctx, bs, b); err != nil {
 			return "", err
 		}
-		var code string
-		for attempt := 0; ; attempt++ {
-			gctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			_, err := v.GroupConsume(gctx, driver.GroupConsume{Group: group, Topic: topic, Count: 1, TimeoutMs: 10000})
-			cancel()
-			code = driver.Code(err)
-			if code == "GROUP_AUTHORIZATION_FAILED" {
-				break
-			}
-			if why, ok := groupAuthFaults[d.Client()]; ok && ctx.Err() == nil {
-				return "", fmt.Errorf("%w: the group consume ended with %v, not GROUP_AUTHORIZATION_FAILED (%s)", ErrClientFault, err, why)
-			}
-			if attempt == 2 {
-				return "", fmt.Errorf("group consume of the denied group %s: error %q (%v), want GROUP_AUTHORIZATION_FAILED", group, code, err)
-			}
-			if !sleepCtx(ctx, 500*time.Millisecond) {
-				return "", ctx.Err()
-			}
+		if err := groupConsumeDenied(ctx, v, group, topic, 3); err != nil {
+			return "", err
 		}
 		return "group consume: GROUP_AUTHORIZATION_FAILED", nil
 	},
+}
+
+// groupConsumeDenied runs v's group consume of topic in group, which the
+// broker must refuse with GROUP_AUTHORIZATION_FAILED, trying up to attempts
+// times while an ACL just created may not be in force yet. A client whose
+// group consumer does not report the refusal (groupAuthFaults) is a client
+// fault.
+func groupConsumeDenied(ctx context.Context, v driver.Driver, group, topic string, attempts int) error {
+	for attempt := 1; ; attempt++ {
+		gctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := v.GroupConsume(gctx, driver.GroupConsume{Group: group, Topic: topic, Count: 1, TimeoutMs: 10000})
+		cancel()
+		code := driver.Code(err)
+		if code == "GROUP_AUTHORIZATION_FAILED" {
+			return nil
+		}
+		if why, ok := groupAuthFaults[v.Client()]; ok && ctx.Err() == nil {
+			return fmt.Errorf("%w: the group consume ended with %v, not GROUP_AUTHORIZATION_FAILED (%s)", ErrClientFault, err, why)
+		}
+		if attempt == attempts {
+			return fmt.Errorf("group consume of the denied group %s: error %q (%v), want GROUP_AUTHORIZATION_FAILED", group, code, err)
+		}
+		if !sleepCtx(ctx, 500*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }

@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/cascade-kafka/cascade/matrix/driver"
@@ -309,6 +310,61 @@ var crashScenario = Scenario{
 	Timeout: 60 * time.Second,
 }
 
+// regexScenario is a KIP-848 regex subscription: a member of the consumer
+// protocol subscribes by a regular expression that two of three topics
+// match; the broker resolves it (after the member's first heartbeat, as
+// Kafka does) and assigns every partition of those two, not the third.
+var regexScenario = Scenario{
+	ID:    "7.kip848-regex",
+	Title: "KIP-848 group subscribed by a regular expression the broker resolves",
+	Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
+		base := e.Topic("rx-" + d.Client())
+		want := map[string]bool{}
+		for _, t := range []struct {
+			suffix string
+			parts  int32
+			match  bool
+		}{{"-a", 2, true}, {"-b", 1, true}, {"-other", 1, false}} {
+			topic := base + t.suffix
+			if err := createTopic(ctx, e, d, topic, t.parts, nil); err != nil {
+				return "", err
+			}
+			recs := make([]driver.Record, 4)
+			for i := range recs {
+				recs[i] = driver.Record{Partition: int32(i) % t.parts, Value: []byte(fmt.Sprintf("%s-%d", topic, i))}
+				if t.match {
+					want[string(recs[i].Value)] = true
+				}
+			}
+			if _, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: recs, Acks: -1}); err != nil {
+				return "", err
+			}
+		}
+		req := driver.GroupConsume{Group: base + "-g", Protocol: "consumer", TopicRegex: regexp.QuoteMeta(base) + "-(a|b)",
+			Count: len(want), TimeoutMs: 30000}
+		res, err := d.GroupConsume(ctx, req)
+		if err != nil {
+			return "", fmt.Errorf("consuming by regex %s: %w", req.TopicRegex, err)
+		}
+		seen := map[string]bool{}
+		for _, r := range res.Records {
+			v := string(r.Value)
+			if !want[v] {
+				return "", fmt.Errorf("read %q, from a topic the regex does not match", v)
+			}
+			if seen[v] {
+				return "", fmt.Errorf("read %q twice", v)
+			}
+			seen[v] = true
+		}
+		if len(seen) != len(want) {
+			return "", fmt.Errorf("read %d of the %d records of the matching topics within 30s", len(seen), len(want))
+		}
+		return fmt.Sprintf("assigned the two matching topics' 3 partitions, not the third topic; %d records once", len(want)), nil
+	},
+	Timeout: 60 * time.Second,
+}
+
 // groupScenarios returns scenario 7's cells.
 func groupScenarios() []Scenario {
 	s := []Scenario{
@@ -319,5 +375,5 @@ func groupScenarios() []Scenario {
 	for _, a := range []string{"range", "roundrobin", "sticky", "cooperative-sticky"} {
 		s = append(s, assignorScenario(a))
 	}
-	return append(s, rebalanceScenario, crashScenario, autoCommitCloseScenario, autoCommitCrashScenario, mixedGroupScenario, mixedLiveScenario, describeGroupsScenario)
+	return append(s, regexScenario, rebalanceScenario, crashScenario, autoCommitCloseScenario, autoCommitCrashScenario, mixedGroupScenario, mixedLiveScenario, describeGroupsScenario)
 }

@@ -90,6 +90,14 @@ func SecurityOverrides(t testing.TB, target, dir string) (map[string]string, *Se
 		"listener.name.sasl_ssl.sasl.enabled.mechanisms":              "SCRAM-SHA-512",
 		"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":       scramJAAS,
 		"connection.failed.authentication.delay.ms":                   "100",
+		// StandardAuthorizer as a secured deployment runs it: what no
+		// ACL allows is denied. The harness administers the instance
+		// (topics, ACLs, SCRAM users) through the PLAINTEXT listener,
+		// whose User:ANONYMOUS is therefore the super user; Kafka's own
+		// PLAINTEXT controller listener needs it too.
+		"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found": "false",
+		"super.users":                    anonymous,
 
 		"listener.name.ssl.ssl.keystore.type":           "PKCS12",
 		"listener.name.ssl.ssl.keystore.location":       srv.PKCS12(t, dir, "ssl-keystore.p12", "ssl-ks-pw"),
@@ -146,7 +154,8 @@ var securityCases = []securityCase{
 // SecurityScenarios are the security cells: for each secured listener and
 // mechanism a client connects, produces three records and consumes them
 // back; with a wrong password (each SASL mechanism) or without a client
-// certificate (SSL) it must fail to authenticate.
+// certificate (SSL) it must fail to authenticate. The S.authz cells then
+// check principals' ACLs (scenario_authz.go).
 func SecurityScenarios() []Scenario {
 	var out []Scenario
 	for _, c := range securityCases {
@@ -168,7 +177,7 @@ func SecurityScenarios() []Scenario {
 				return secureRefused(ctx, e, d, bad)
 			}})
 	}
-	return out
+	return append(out, authzScenarios()...)
 }
 
 func openSecured(ctx context.Context, e *Env, d driver.Driver, c securityCase) (driver.Driver, *SecureSetup, error) {
@@ -182,7 +191,7 @@ func openSecured(ctx context.Context, e *Env, d driver.Driver, c securityCase) (
 }
 
 func secureRoundTrip(ctx context.Context, e *Env, d driver.Driver, c securityCase) (string, error) {
-	topic := e.Topic("sec-" + d.Client())
+	topic := e.Topic(strings.TrimPrefix(SecurityTopicPrefix, "m-") + d.Client())
 	if err := createTopicRF(ctx, d, topic, 1, e.ReplicationFactor(), nil); err != nil {
 		return "", err
 	}

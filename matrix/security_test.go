@@ -76,6 +76,9 @@ func TestSecurityMatrix(t *testing.T) {
 		if err := kafkaConfigsScramUser(ctx, inst.Bootstrap()); err != nil {
 			t.Fatalf("%s: kafka-configs --add-config SCRAM-SHA-512: %v", target, err)
 		}
+		if err := grantSecurityPrincipals(ctx, inst.Bootstrap()); err != nil {
+			t.Fatalf("%s: ACLs of the secured cells' principals: %v", target, err)
+		}
 		h, err := matrix.NewHistory(filepath.Join(dir, target+".security.history.jsonl"))
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +86,7 @@ func TestSecurityMatrix(t *testing.T) {
 		env := matrix.NewEnv(target, inst.Bootstrap())
 		env.Parallel = 2
 		matrix.SetSecureSetup(env, setup)
-		cells, _ := matrix.Run(ctx, env, clients, matrix.SecurityScenarios(), h, os.Stderr)
+		cells, _ := matrix.Run(ctx, env, clients, matrix.SelectScenarios(matrix.SecurityScenarios()), h, os.Stderr)
 		if err := h.Close(); err != nil {
 			t.Error(err)
 		}
@@ -111,18 +114,23 @@ func TestSecurityMatrix(t *testing.T) {
 	}
 }
 
-// addScramUsers creates the SCRAM-SHA-256 and SCRAM-SHA-512 users with
-// AlterUserScramCredentials through kadm.
+// addScramUsers creates the SCRAM-SHA-256 and SCRAM-SHA-512 users, those
+// of the authorization cells included, with AlterUserScramCredentials
+// through kadm.
 func addScramUsers(ctx context.Context, bootstrap string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+	users := []kadm.UpsertSCRAM{
 		{User: matrix.Scram256User, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: matrix.Scram256Password},
 		{User: matrix.Scram512User, Mechanism: kadm.ScramSha512, Iterations: 8192, Password: matrix.Scram512Password},
-	})
+	}
+	for user, password := range matrix.AuthzUsers {
+		users = append(users, kadm.UpsertSCRAM{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: password})
+	}
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, users)
 	if err != nil {
 		return err
 	}
@@ -163,6 +171,41 @@ func kafkaConfigsScramUser(ctx context.Context, bootstrap string) error {
 	d := described[matrix.ToolScramUser]
 	if d.Err != nil || len(d.CredInfos) != 1 || d.CredInfos[0].Mechanism != kadm.ScramSha512 || d.CredInfos[0].Iterations != 4096 {
 		return fmt.Errorf("DescribeUserScramCredentials after kafka-configs: %+v", d)
+	}
+	return nil
+}
+
+// grantSecurityPrincipals creates the ACLs the instance's
+// allow.everyone.if.no.acl.found=false makes the S.ok cells need: their
+// principals may do anything with the topics prefixed
+// matrix.SecurityTopicPrefix, and every secured principal may use the
+// drivers' own groups (matrix.DriverGroupPrefix).
+func grantSecurityPrincipals(ctx context.Context, bootstrap string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	everyone := append([]string(nil), matrix.SecurityPrincipals...)
+	for user := range matrix.AuthzUsers {
+		everyone = append(everyone, "User:"+user)
+	}
+	builders := []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow(matrix.SecurityPrincipals...).AllowHosts("*").Topics(matrix.SecurityTopicPrefix).
+			ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll),
+		kadm.NewACLs().Allow(everyone...).AllowHosts("*").Groups(matrix.DriverGroupPrefix).
+			ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead, kadm.OpDescribe),
+	}
+	for _, b := range builders {
+		res, err := kadm.NewClient(cl).CreateACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return fmt.Errorf("%s %s %s on %s: %w", r.Principal, r.Permission, r.Operation, r.Name, r.Err)
+			}
+		}
 	}
 	return nil
 }

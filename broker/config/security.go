@@ -47,7 +47,7 @@ var securityDefs = []*Def{
 	{Name: "ssl.keystore.certificate.chain", Type: TypePassword, Sensitive: true,
 		Doc: "The certificate chain in PEM format, with ssl.keystore.type=PEM (KIP-651)."},
 	{Name: "ssl.keystore.key", Type: TypePassword, Sensitive: true,
-		Doc: "The private key in PKCS#8 PEM format, with ssl.keystore.type=PEM (KIP-651)."},
+		Doc: "The private key in PKCS#8 PEM format, with ssl.keystore.type=PEM (KIP-651); encrypted (PBES2) with ssl.key.password."},
 	{Name: "ssl.truststore.type", Type: TypeString, Default: "JKS", HasDefault: true, Validate: oneOf("JKS", "PKCS12", "PEM"),
 		Doc: "The format of the trust store: JKS, PKCS12 or PEM (KIP-651)."},
 	{Name: "ssl.truststore.location", Type: TypeString, Doc: "The path of the trust store file."},

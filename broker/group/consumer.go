@@ -3,7 +3,6 @@ package group
 import (
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -105,6 +104,8 @@ type consumerGroup struct {
 	members         map[string]*consumerMember
 	target          map[string]assignment
 	subMeta         string // fingerprint of the subscribed topics at the last epoch bump
+	// regexes are the resolutions of the members' regular expressions.
+	regexes map[string]*resolvedRegex
 }
 
 // newConsumerGroup returns an empty consumer group at group epoch 1 and
@@ -112,7 +113,8 @@ type consumerGroup struct {
 // TargetAssignmentMetadata.INITIAL: the first member's join bumps the group
 // to epoch 2.
 func newConsumerGroup(id string) *consumerGroup {
-	return &consumerGroup{id: id, epoch: 1, assignmentEpoch: 1, members: map[string]*consumerMember{}, target: map[string]assignment{}}
+	return &consumerGroup{id: id, epoch: 1, assignmentEpoch: 1, members: map[string]*consumerMember{}, target: map[string]assignment{},
+		regexes: map[string]*resolvedRegex{}}
 }
 
 func newConsumerMember(id string) *consumerMember {
@@ -144,33 +146,18 @@ func (g *consumerGroup) byInstance(id string) *consumerMember {
 	return nil
 }
 
-// regexMatch reports whether topic fully matches re, as Java's
-// Matcher.matches; internal topics never match.
-func regexMatch(re *regexp.Regexp, topic string) bool {
-	return !strings.HasPrefix(topic, "__") && re.MatchString(topic)
-}
-
-func compileRegex(s string) (*regexp.Regexp, error) {
-	return regexp.Compile("^(?:" + s + ")$")
-}
-
 // memberTopics returns the existing topics m subscribes to, by name or
-// regular expression, sorted by name.
-func (c *Coordinator) memberTopics(m *consumerMember) []Topic {
+// through the group's resolution of its regular expression, sorted by
+// name.
+func (c *Coordinator) memberTopics(g *consumerGroup, m *consumerMember) []Topic {
 	set := map[string]bool{}
 	for _, t := range m.topics {
 		if _, ok := c.topics[t]; ok {
 			set[t] = true
 		}
 	}
-	if m.regex != nil && *m.regex != "" {
-		if re, err := compileRegex(*m.regex); err == nil {
-			for name := range c.topics {
-				if regexMatch(re, name) {
-					set[name] = true
-				}
-			}
-		}
+	for _, t := range c.regexTopics(g, deref(m.regex)) {
+		set[t.Name] = true
 	}
 	out := make([]Topic, 0, len(set))
 	for _, name := range sortedKeys(set) {
@@ -186,7 +173,7 @@ func (g *consumerGroup) subscribedTopics(c *Coordinator) map[string]bool {
 		for _, t := range m.topics {
 			out[t] = true
 		}
-		for _, t := range c.memberTopics(m) {
+		for _, t := range c.memberTopics(g, m) {
 			out[t.Name] = true
 		}
 	}
@@ -269,7 +256,7 @@ func (c *Coordinator) computeTarget(g *consumerGroup) {
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
 		spec.members = append(spec.members, id)
-		spec.subs[id] = c.memberTopics(m)
+		spec.subs[id] = c.memberTopics(g, m)
 		if m.instanceID != nil {
 			spec.instances[id] = *m.instanceID
 		}
@@ -431,6 +418,7 @@ func (c *Coordinator) fenceConsumerMember(gid, mid string) {
 // removeConsumerMember writes the member's tombstones and bumps the group
 // epoch so that the next heartbeat computes a new target assignment.
 func (c *Coordinator) removeConsumerMember(g *consumerGroup, m *consumerMember) {
+	c.dropMemberRegex(g, m)
 	c.dropConsumerMember(g, m)
 	c.bumpGroupEpoch(g)
 }
@@ -502,7 +490,7 @@ func (c *Coordinator) validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest)
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
-			return kerr.InvalidRegularExpression, "SubscribedTopicRegex is not a valid regular expression."
+			return kerr.InvalidRegularExpression, regexError(*req.SubscribedTopicRegex, err)
 		}
 	}
 	if req.ServerAssignor != nil {
@@ -627,8 +615,9 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		return
 	}
 
+	counts := g.regexCounts()
 	before := *m
-	changedSub := false
+	namesChanged := false
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
 	}
@@ -651,7 +640,7 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 		names := append([]string(nil), req.SubscribedTopicNames...)
 		sort.Strings(names)
 		if !sameStrings(names, m.topics) {
-			m.topics, changedSub = names, true
+			m.topics, namesChanged = names, true
 		}
 	}
 	if req.SubscribedTopicRegex != nil {
@@ -660,15 +649,20 @@ func (c *Coordinator) consumerGroupHeartbeat(r Request, req *kmsg.ConsumerGroupH
 			rx = nil
 		}
 		if !sameStrPtr(rx, m.regex) {
-			m.regex, changedSub = rx, true
+			m.regex = rx
 		}
 	}
-	if isNew || changedSub || !sameStrPtr(before.instanceID, m.instanceID) || !sameStrPtr(before.rackID, m.rackID) ||
+	if isNew || namesChanged || !sameStrPtr(before.regex, m.regex) || !sameStrPtr(before.instanceID, m.instanceID) || !sameStrPtr(before.rackID, m.rackID) ||
 		before.rebalanceTimeout != m.rebalanceTimeout || !sameStrPtr(before.assignor, m.assignor) ||
 		before.clientID != m.clientID || before.clientHost != m.clientHost || before.classic != nil {
 		c.storeMember(g, m)
 	}
-	if isNew || changedSub || g.fingerprint(c) != g.subMeta {
+	// As Kafka's consumerGroupHeartbeat: a new member or a changed
+	// subscription bumps the group epoch when its topic names changed,
+	// when it took up a regex the group has resolved, or when the
+	// subscribed topics changed; a new regex waits for its resolution.
+	regexBump := c.updateRegexes(r, g, counts, before.regex, m.regex)
+	if namesChanged || regexBump || g.fingerprint(c) != g.subMeta {
 		c.bumpGroupEpoch(g)
 	}
 	if g.epoch > g.assignmentEpoch {

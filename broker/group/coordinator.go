@@ -65,6 +65,10 @@ type Request struct {
 	ClientID   string
 	ClientHost string
 	Msg        kmsg.Request
+	// CanDescribe reports whether the sender may describe a topic; nil
+	// allows every topic. A regular expression resolved for a
+	// ConsumerGroupHeartbeat matches only the topics it allows.
+	CanDescribe func(topic string) bool
 }
 
 // Reply answers the Request with the same ID.
@@ -112,6 +116,10 @@ type Coordinator struct {
 
 	topics   map[string]Topic
 	topicIDs map[[16]byte]string
+	// topicsGen counts the views of the image SetTopics was given;
+	// newTopicsGen is the last that brought a topic name the one before
+	// it did not have (Kafka's lastMetadataImageWithNewTopics).
+	topicsGen, newTopicsGen int64
 
 	timers      map[string]timer
 	nextCleanup time.Time
@@ -214,6 +222,13 @@ func (c *Coordinator) Partition(groupID string) int32 {
 // SetTopics replaces the coordinator's view of the metadata image. KIP-848
 // groups notice changed subscriptions on their members' next heartbeat.
 func (c *Coordinator) SetTopics(topics []Topic) {
+	c.topicsGen++
+	for _, t := range topics {
+		if _, known := c.topics[t.Name]; !known {
+			c.newTopicsGen = c.topicsGen
+			break
+		}
+	}
 	c.topics = make(map[string]Topic, len(topics))
 	c.topicIDs = make(map[[16]byte]string, len(topics))
 	for _, t := range topics {

@@ -33,6 +33,14 @@
 // lands only when every partition of it was assigned at or before that
 // epoch.
 //
+// A member's SubscribedTopicRegex is resolved as Kafka 4.4's group
+// coordinator resolves it (regex.go): in a task that runs on the Tick after
+// the heartbeat that asked for it, against every topic the member may
+// describe (Request.CanDescribe), internal topics included, with the
+// result kept as a ConsumerGroupRegularExpression record; a group is
+// resolved again when it has an unresolved regex or topics were created
+// since, at most once every 10 s.
+//
 // Requests and responses are franz-go kmsg messages: the coordinator speaks
 // the protocol itself, so Kafka error codes are produced here rather than at
 // the handler edge.

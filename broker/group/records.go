@@ -785,3 +785,48 @@ func DecodeCurrentAssignmentValue(b []byte) (CurrentAssignmentValue, error) {
 	d.skipTags()
 	return v, d.done()
 }
+
+// RegexValue is Kafka's ConsumerGroupRegularExpressionValue v0: the topics
+// a group's regular expression matched, the version of the metadata it
+// was resolved against and when.
+type RegexValue struct {
+	Topics    []string
+	Version   int64
+	Timestamp int64
+}
+
+// encodeRegexKey returns the key of a ConsumerGroupRegularExpression
+// record: the record type, the group id and the regex.
+func encodeRegexKey(group, regex string) []byte {
+	return encodeMemberKey(RecordConsumerGroupRegexResolution, group, regex)
+}
+
+func encodeRegexValue(v RegexValue) []byte {
+	e := enc{}
+	e.i16(0)
+	e.uv(uint64(len(v.Topics)) + 1)
+	for _, t := range v.Topics {
+		e.cstr(t)
+	}
+	e.i64(v.Version)
+	e.i64(v.Timestamp)
+	e.noTags()
+	return e.b
+}
+
+// DecodeRegexValue decodes a ConsumerGroupRegularExpressionValue v0.
+func DecodeRegexValue(b []byte) (RegexValue, error) {
+	d := dec{b: b}
+	var v RegexValue
+	if err := value0(&d, "ConsumerGroupRegularExpressionValue"); err != nil {
+		return v, err
+	}
+	n := d.count(d.clen(), 1)
+	for i := 0; i < n && d.err == nil; i++ {
+		v.Topics = append(v.Topics, d.cstr())
+	}
+	v.Version = d.i64()
+	v.Timestamp = d.i64()
+	d.skipTags()
+	return v, d.done()
+}

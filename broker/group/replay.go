@@ -75,6 +75,8 @@ func (c *Coordinator) Replay(key, value []byte) error {
 			return err
 		}
 		c.replayConsumerGroup(k.Group).target[k.Member] = fromTopicPartitions(tps)
+	case RecordConsumerGroupRegexResolution:
+		return c.replayRegex(k, value)
 	case RecordConsumerGroupCurrentMember:
 		if value == nil {
 			return nil

@@ -597,6 +597,12 @@ func formatRecord(r Record) string {
 			v, err := DecodeTargetMemberValue(r.Value)
 			val = fmt.Sprintf("%s err=%v", formatTPs(v), err)
 		}
+	case RecordConsumerGroupRegexResolution:
+		key = "cg-regex " + k.Group + "/" + k.Regex
+		if r.Value != nil {
+			v, err := DecodeRegexValue(r.Value)
+			val = fmt.Sprintf("topics=%v version=%d err=%v", v.Topics, v.Version, err)
+		}
 	case RecordConsumerGroupCurrentMember:
 		key = "cg-current " + k.Group + "/" + k.Member
 		if r.Value != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -18,11 +19,30 @@ import (
 // users named lists every user with a credential; a user named twice is
 // DUPLICATE_RESOURCE, one without a credential RESOURCE_NOT_FOUND. Only
 // each mechanism and its iterations are shown, never a key or salt.
+//
+// It needs DESCRIBE on the cluster. Refused, the answer is
+// DescribeUserScramCredentialsRequest.getErrorResponse's:
+// CLUSTER_AUTHORIZATION_FAILED at the top and one result per user named,
+// each with the code and neither user name nor message. Kafka 4.4 builds
+// that answer from the request's user list even when it is null (all
+// users), throws a NullPointerException and never answers; Cascade answers
+// the error with no results.
 func init() { register(50, 0, 0, describeUserScramCredentials) }
 
 func describeUserScramCredentials(_ context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !env.authorizeCluster(req, acl.Describe) {
+		// ApiError drops a message that is the code's default: no
+		// messages.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for range r.Users {
+			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			res.ErrorCode = resp.ErrorCode
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	}
 	all := env.Meta.Image().ScramUsers()
 	var names []string
 	dup := map[string]bool{}

@@ -2,9 +2,13 @@ package handler
 
 import (
 	"context"
+	"maps"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/metadata"
 )
 
@@ -15,11 +19,25 @@ import (
 // Kafka's ScramControlManager.alterCredentials; the client sends a salted
 // password and the broker derives and stores StoredKey and ServerKey
 // (metadata.PlanScram has the validation).
+//
+// It needs ALTER on the cluster (ControllerApis'
+// authorizeClusterOperation). Refused, every user named, once each and
+// sorted, gets CLUSTER_AUTHORIZATION_FAILED, as
+// AlterUserScramCredentialsRequest.getErrorResponse.
 func init() { register(51, 0, 0, alterUserScramCredentials) }
 
 func alterUserScramCredentials(_ context.Context, env *Env, req *Request) (kmsg.Response, error) {
 	r := req.Msg.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !env.authorizeCluster(req, acl.Alter) {
+		names := slices.Sorted(maps.Keys(setOf(append(namesOfDeletions(r), namesOfUpsertions(r)...))))
+		for _, name := range names {
+			out := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			out.User, out.ErrorCode, out.ErrorMessage = name, kerr.ClusterAuthorizationFailed.Code, clusterDenied(req)
+			resp.Results = append(resp.Results, out)
+		}
+		return resp, nil
+	}
 	dels := make([]metadata.ScramDeletion, 0, len(r.Deletions))
 	for _, d := range r.Deletions {
 		dels = append(dels, metadata.ScramDeletion{Name: d.Name, Mechanism: d.Mechanism})
@@ -64,6 +82,14 @@ func namesOfUpsertions(r *kmsg.AlterUserSCRAMCredentialsRequest) []string {
 	var out []string
 	for _, u := range r.Upsertions {
 		out = append(out, u.Name)
+	}
+	return out
+}
+
+func setOf(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
 	}
 	return out
 }

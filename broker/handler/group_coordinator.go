@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cascade-kafka/cascade/broker/acl"
 	"github.com/cascade-kafka/cascade/broker/group"
 	"github.com/cascade-kafka/cascade/broker/log"
 	"github.com/cascade-kafka/cascade/broker/metadata"
@@ -240,7 +241,8 @@ func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
 		if h, _, ok := cutPort(host); ok {
 			host = h
 		}
-		if err := c.m.Step(c.env.now(), group.Request{ID: id, ClientID: req.ClientID, ClientHost: "/" + host, Msg: req.Msg}); err != nil {
+		if err := c.m.Step(c.env.now(), group.Request{ID: id, ClientID: req.ClientID, ClientHost: "/" + host, Msg: req.Msg,
+			CanDescribe: c.env.topicAllowed(req, acl.Describe)}); err != nil {
 			delete(c.waiters, id)
 			ch <- group.ErrorResponse(req.Msg, kerr.UnknownServerError.Code)
 			return

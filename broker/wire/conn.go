@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/cascade-kafka/cascade/broker/security/principal"
 )
 
 // readStep is the first buffer a frame body is read into. Each further
@@ -58,7 +56,7 @@ type conn struct {
 	cancel context.CancelCauseFunc
 	// id is who the connection's requests come from; session is its
 	// SASL session, nil on a listener without SASL.
-	id      identity
+	id      Identity
 	session *session
 	// disp answers the connection's requests: its listener's
 	// dispatcher, else the server's.
@@ -100,13 +98,7 @@ func (s *Server) serveConn(c net.Conn, l *Listener) {
 		s.Observer.Connection(true)
 		defer s.Observer.Connection(false)
 	}
-	id := identity{listener: l.Name, principal: principal.Anonymous}
-	if id.listener == "" {
-		id.listener = "PLAINTEXT" // a Server's unnamed listener (Serve)
-	}
-	if ip := remoteIP(c); ip.IsValid() {
-		id.clientHost = ip.String()
-	}
+	id := PlaintextIdentity(c, l.Name)
 	raw := c
 	c, err := s.secure(c, l, &id)
 	if err != nil {
@@ -322,8 +314,8 @@ func (cn *conn) execute(p *pending) (o outgoing, err error) {
 	if o, handled, err := cn.secured(p); handled {
 		return o, err
 	}
-	req := &Request{Header: h, Body: p.body, Remote: cn.remote,
-		Principal: cn.id.principal, ClientHost: cn.id.clientHost, Listener: cn.id.listener}
+	req := &Request{Header: h, Body: p.body, Remote: cn.remote}
+	cn.id.stamp(req)
 	req.decoded = func() {
 		if retainsFrame(h.Key, h.Version) {
 			p.lease.Shrink(int64(len(p.frame)) + p.decompress)

@@ -1,6 +1,10 @@
 package wire
 
-import "net"
+import (
+	"net"
+
+	"github.com/cascade-kafka/cascade/broker/security/principal"
+)
 
 // Identity is who a connection speaks for, as Kafka's RequestContext
 // carries it: the principal, the client's IP address and the listener.
@@ -10,29 +14,19 @@ type Identity struct {
 	Listener  string
 }
 
-// anonymous is Kafka's KafkaPrincipal.ANONYMOUS, the principal of every
-// PLAINTEXT connection (DefaultKafkaPrincipalBuilder).
-const anonymous = "User:ANONYMOUS"
-
-// PlaintextIdentity is the identity of a PLAINTEXT connection: anonymous,
-// from the remote address's IP, on listener (PLAINTEXT when unnamed).
-// Authenticated listeners (TLS client certificates, SASL) replace the
-// principal once their handshake names one.
+// PlaintextIdentity is the identity of a connection before any
+// authentication: User:ANONYMOUS (Kafka's KafkaPrincipal.ANONYMOUS), from
+// the remote address's IP, on listener (PLAINTEXT when unnamed). A TLS
+// client certificate or a SASL exchange replaces the principal.
 func PlaintextIdentity(c net.Conn, listener string) Identity {
 	if listener == "" {
 		listener = "PLAINTEXT"
 	}
-	host := ""
-	switch a := c.RemoteAddr().(type) {
-	case *net.TCPAddr:
-		host = a.IP.String()
-	case nil:
-	default:
-		if h, _, err := net.SplitHostPort(a.String()); err == nil {
-			host = h
-		}
+	id := Identity{Principal: principal.Anonymous, Listener: listener}
+	if ip := remoteIP(c); ip.IsValid() {
+		id.Host = ip.String()
 	}
-	return Identity{Principal: anonymous, Host: host, Listener: listener}
+	return id
 }
 
 // stamp sets the identity on a request.

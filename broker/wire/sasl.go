@@ -96,10 +96,18 @@ func (cn *conn) authenticate(c net.Conn, cfg *SASL) error {
 			}
 		default:
 			// As SaslServerAuthenticator.handleKafkaRequest's
-			// InvalidRequestException (and, mid-exchange, its
-			// IllegalSaslStateException, whose error response
-			// Cascade does not send).
-			cn.s.connClosed("unauthenticated_request")
+			// InvalidRequestException before a handshake, and
+			// handleSaslToken's IllegalSaslStateException after
+			// one, answered with ILLEGAL_SASL_STATE where Cascade
+			// builds the request's error response.
+			if resp, ok := illegalSaslState(h, body); ok && srv != nil {
+				cn.failedAuthentication(cfg)
+				if err := cn.writeDirect(c, h, Response{Msg: resp}); err != nil {
+					return err
+				}
+			} else {
+				cn.s.connClosed("unauthenticated_request")
+			}
 			return fmt.Errorf("%w: %s v%d", ErrUnauthenticatedRequest, kmsg.NameForKey(h.Key), h.Version)
 		}
 	}
@@ -107,7 +115,7 @@ func (cn *conn) authenticate(c net.Conn, cfg *SASL) error {
 
 // established records a completed first exchange.
 func (cn *conn) established(cfg *SASL, mech string, srv SASLServer) {
-	cn.id.principal = principal.User(srv.AuthorizationID())
+	cn.id.Principal = principal.User(srv.AuthorizationID())
 	if cn.session == nil {
 		cn.session = &session{cfg: cfg, mechanism: mech}
 	}
@@ -162,8 +170,9 @@ func (cn *conn) writeToken(c net.Conn, token []byte) error {
 // serveAPIVersions answers an ApiVersions request before authentication
 // through the dispatcher, as the authenticator answers it itself.
 func (cn *conn) serveAPIVersions(c net.Conn, h RequestHeader, body []byte) error {
-	req := &Request{Header: h, Body: body, Remote: cn.remote, Principal: principal.Anonymous,
-		ClientHost: cn.id.clientHost, Listener: cn.id.listener}
+	req := &Request{Header: h, Body: body, Remote: cn.remote}
+	cn.id.stamp(req)
+	req.Principal = principal.Anonymous
 	resp, err := cn.disp.Dispatch(cn.ctx, req)
 	if err != nil {
 		resp.release()
@@ -248,9 +257,9 @@ func (cn *conn) evaluate(cfg *SASL, h RequestHeader, body []byte, srv SASLServer
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	resp.SetVersion(h.Version)
 	out, err := srv.Evaluate(req.SASLAuthBytes)
-	if err == nil && reauth && srv.Complete() && principal.User(srv.AuthorizationID()) != cn.id.principal {
+	if err == nil && reauth && srv.Complete() && principal.User(srv.AuthorizationID()) != cn.id.Principal {
 		err = &clientError{fmt.Sprintf("Cannot change principals during re-authentication from %s: %s",
-			cn.id.principal, principal.User(srv.AuthorizationID()))}
+			cn.id.Principal, principal.User(srv.AuthorizationID()))}
 	}
 	if err != nil {
 		cn.failedAuthentication(cfg)

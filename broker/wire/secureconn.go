@@ -5,8 +5,6 @@ import (
 	"context"
 	"net"
 	"time"
-
-	"github.com/cascade-kafka/cascade/broker/security/principal"
 )
 
 // SecureConn secures one accepted connection of listener l that a Server's
@@ -19,10 +17,7 @@ import (
 // connection is closed.
 func SecureConn(ctx context.Context, c net.Conn, l *Listener, timeout time.Duration) (net.Conn, *bufio.Reader, Identity, error) {
 	s := &Server{ctx: ctx, IdleTimeout: timeout}
-	id := identity{listener: l.Name, principal: principal.Anonymous}
-	if ip := remoteIP(c); ip.IsValid() {
-		id.clientHost = ip.String()
-	}
+	id := PlaintextIdentity(c, l.Name)
 	sc, err := s.secure(c, l, &id)
 	if err != nil {
 		c.Close()
@@ -40,5 +35,5 @@ func SecureConn(ctx context.Context, c net.Conn, l *Listener, timeout time.Durat
 			return nil, nil, Identity{}, err
 		}
 	}
-	return sc, cn.r, Identity{Principal: cn.id.principal, Host: cn.id.clientHost, Listener: cn.id.listener}, nil
+	return sc, cn.r, cn.id, nil
 }

@@ -83,17 +83,10 @@ var (
 // defaultMaxSASLReceive is Kafka's sasl.server.max.receive.size default.
 const defaultMaxSASLReceive = 524288
 
-// identity is what a connection's requests carry about who sent them.
-type identity struct {
-	listener   string
-	clientHost string
-	principal  string
-}
-
 // secure completes the TLS handshake of a TLS listener's connection and
 // names its principal from the client certificate. It returns the
 // connection to serve.
-func (s *Server) secure(c net.Conn, l *Listener, id *identity) (net.Conn, error) {
+func (s *Server) secure(c net.Conn, l *Listener, id *Identity) (net.Conn, error) {
 	if l.TLS == nil {
 		return c, nil
 	}
@@ -117,7 +110,7 @@ func (s *Server) secure(c net.Conn, l *Listener, id *identity) (net.Conn, error)
 			s.connClosed("authentication")
 			return nil, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
-		id.principal = p
+		id.Principal = p
 	}
 	return tc, nil
 }

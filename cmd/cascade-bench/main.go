@@ -15,6 +15,11 @@
 //	    --consumers 4 --compression lz4 --acks all --flush-ms 1000 \
 //	    --linger-ms 5 --batch-bytes 131072
 //
+// With --client raw the tool's own client replays prebuilt batches and
+// checks fetched ones by header and CRC, so the clients cost next to
+// nothing and the broker sets the pace (docs/benchmarks.md, "The raw
+// client").
+//
 // Flags follow kafka-producer-perf-test and the producer configs. Payloads
 // are deterministic, incompressible and distinct: each carries its record
 // id and a CRC-32C, and the consumers check that every record was read
@@ -98,7 +103,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&w.BatchBytes, "batch-bytes", w.BatchBytes, "batch.size: most bytes per partition batch")
 	fs.IntVar(&w.FetchSize, "fetch-size", w.FetchSize, "consumers' max.partition.fetch.bytes (kafka-consumer-perf-test's --fetch-size)")
 	fs.Float64Var(&w.Rate, "rate", 0, "offered records/s over all producers, for latency runs; 0 = as fast as possible")
-	fs.StringVar(&w.Client, "client", w.Client, "client library: franz-go or confluent-kafka-go")
+	fs.StringVar(&w.Client, "client", w.Client, "client: franz-go, confluent-kafka-go, or raw (prebuilt batches replayed, fetched batches checked by header and CRC: next to no client CPU)")
 	fs.IntVar(&w.FlushMs, "flush-ms", 0, "periodic fsync interval for brokers the tool starts (log.flush.interval.ms); 0 = Kafka's default")
 	fs.Int64Var(&w.WarmupRecords, "warmup-records", 0, "records produced and consumed on a separate topic before each measured run (warms a JIT)")
 	fs.Uint64Var(&w.Seed, "seed", w.Seed, "payload seed")
@@ -116,6 +121,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Var(cascadeOv, "cascade-override", "extra Cascade property `key=value`; repeatable")
 	fs.Var(kafkaOv, "kafka-override", "extra Apache Kafka property `key=value`; repeatable")
 	diskProbe := fs.Int64("disk-probe-bytes", 256<<20, "bytes the disk write probe writes each round")
+	diskSyncEvery := fs.Int64("disk-probe-sync-every", bench.DefaultSyncEveryBytes, "bytes between the fsyncs of the disk probe's flushed pass")
 	noLimits := fs.Bool("no-limits", false, "skip measuring disk and loopback throughput")
 	every := fs.Duration("progress", 2*time.Second, "interval of progress lines on standard error; 0 disables")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load tool itself (the clients) to this file")
@@ -178,7 +184,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	opts := bench.CompareOptions{
 		Options: bench.Options{Progress: os.Stderr, ProgressEvery: *every, KeepTopic: *keep, PlantLoss: -1},
-		Rounds:  *rounds, DiskProbeBytes: *diskProbe, Log: logf,
+		Rounds:  *rounds, DiskProbeBytes: *diskProbe, DiskSyncEveryBytes: *diskSyncEvery, Log: logf,
 	}
 	if *compare != "" && !*noLimits {
 		opts.LimitsDir = wd

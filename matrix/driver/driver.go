@@ -352,6 +352,11 @@ type GroupConsume struct {
 	// Protocol is "classic" (the default; JoinGroup/SyncGroup) or
 	// "consumer" (KIP-848, ConsumerGroupHeartbeat).
 	Protocol string `json:"protocol,omitempty"`
+	// TopicRegex, with Protocol "consumer", subscribes to the topics the
+	// broker resolves from this regular expression (KIP-848's
+	// SubscribedTopicRegex, matched against whole topic names) instead
+	// of Topic. The records do not say their topic, and Commit is refused.
+	TopicRegex string `json:"topic_regex,omitempty"`
 	// Assignor is a classic client-side assignor: "range", "roundrobin",
 	// "sticky" or "cooperative-sticky"; empty means the client's default.
 	Assignor string `json:"assignor,omitempty"`
@@ -522,4 +527,18 @@ type ProducerArgs struct {
 // a producer vanish without leaving or ending anything.
 type Killer interface {
 	Kill() error
+}
+
+// CheckTopicRegex refuses a GroupConsume whose TopicRegex the command's
+// rules do not allow: only with the consumer protocol, and without Commit.
+func CheckTopicRegex(req GroupConsume) error {
+	switch {
+	case req.TopicRegex == "":
+		return nil
+	case req.Protocol != "consumer":
+		return fmt.Errorf("group_consume: topic_regex needs protocol \"consumer\", not %q", req.Protocol)
+	case req.Commit:
+		return errors.New("group_consume: topic_regex cannot commit: the records do not say their topic")
+	}
+	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"fmt"
-	"unicode/utf8"
+	"strings"
 )
 
 // plainServer is Kafka's PlainSaslServer (RFC 4616) with
@@ -27,9 +27,9 @@ func (s *plainServer) Evaluate(token []byte) ([]byte, error) {
 		return nil, ErrIllegalState
 	}
 	s.done = true
-	if !utf8.Valid(token) {
-		return nil, &ClientError{Message: "Invalid SASL/PLAIN response: not UTF-8"}
-	}
+	// As PlainSaslServer: the token is decoded as UTF-8, malformed bytes
+	// becoming U+FFFD, never refused for that alone.
+	token = []byte(strings.ToValidUTF8(string(token), "\uFFFD"))
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
 		// As PlainSaslServer.extractTokens.

@@ -53,7 +53,8 @@ func TestPlain(t *testing.T) {
 		{"\x00alice\x00", "password not specified"},
 		{"alice", "expected 3 tokens, got 1"},
 		{"\x00a\x00b\x00c", "expected 3 tokens, got 4"},
-		{"\x00alice\x00\xff", "not UTF-8"},
+		{"\x00alice\x00\xff", "Authentication failed: Invalid username or password"},
+		{"\xff\xfe no separators", "expected 3 tokens, got 1"},
 	}
 	for _, c := range cases {
 		s, _ := NewServer(Plain, Credentials{Plain: users})

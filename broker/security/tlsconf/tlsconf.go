@@ -5,6 +5,8 @@ import (
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
+	"github.com/youmark/pkcs8"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
@@ -126,7 +129,7 @@ func loadKeystore(c Config) (tls.Certificate, error) {
 		if c.KeystoreLocation != "" {
 			return tls.Certificate{}, fmt.Errorf("%w: ssl.keystore.location cannot be set with ssl.keystore.key", ErrInvalid)
 		}
-		return pemKeyPair([]byte(c.KeystoreChain), []byte(c.KeystoreKey))
+		return pemKeyPair([]byte(c.KeystoreChain), []byte(c.KeystoreKey), c.KeyPassword)
 	}
 	if c.KeystoreLocation == "" {
 		return tls.Certificate{}, fmt.Errorf("%w: an SSL listener needs a key store (ssl.keystore.location, or "+
@@ -142,7 +145,7 @@ func loadKeystore(c Config) (tls.Certificate, error) {
 	}
 	switch typ {
 	case "PEM":
-		return pemKeyPair(data, data)
+		return pemKeyPair(data, data, c.KeyPassword)
 	case "PKCS12":
 		key, leaf, chain, err := pkcs12.DecodeChain(data, c.KeystorePassword)
 		if err != nil {
@@ -201,11 +204,16 @@ func checkPair(c tls.Certificate) error {
 	return nil
 }
 
-// pemKeyPair parses a PEM certificate chain and a PKCS#8 private key (an
-// unencrypted PRIVATE KEY block, or RSA/EC blocks), as Kafka's PEM key
-// store (KIP-651). An ENCRYPTED PRIVATE KEY is refused: Cascade cannot
-// decrypt PKCS#8 yet.
-func pemKeyPair(chainPEM, keyPEM []byte) (tls.Certificate, error) {
+// pemKeyPair parses a PEM certificate chain and a private key, as Kafka's
+// PEM key store (KIP-651, DefaultSslEngineFactory.PemStore): with
+// ssl.key.password an ENCRYPTED PRIVATE KEY (PKCS#8 EncryptedPrivateKeyInfo)
+// decrypted with it, without one an unencrypted PRIVATE KEY (or PKCS#1 RSA
+// and SEC 1 EC blocks, which Kafka does not read). Encrypted keys are
+// PBES2 (PKCS#5 v2: PBKDF2 with HMAC-SHA1 or HMAC-SHA256, or scrypt;
+// AES-128/192/256-CBC or -GCM, or DES-EDE3-CBC), what openssl 3 writes by
+// default (AES-256-CBC, PBKDF2-HMAC-SHA256) and on request; the legacy
+// PBES1 and PKCS#12 PBE forms are refused by name.
+func pemKeyPair(chainPEM, keyPEM []byte, password string) (tls.Certificate, error) {
 	var out tls.Certificate
 	for rest := chainPEM; ; {
 		var b *pem.Block
@@ -229,14 +237,18 @@ func pemKeyPair(chainPEM, keyPEM []byte) (tls.Certificate, error) {
 		var err error
 		switch b.Type {
 		case "PRIVATE KEY":
+			if password != "" {
+				// As PemStore: with a key password the key must be
+				// an EncryptedPrivateKeyInfo.
+				return out, fmt.Errorf("%w: ssl.key.password is set but the PEM private key is not encrypted", ErrInvalid)
+			}
 			out.PrivateKey, err = x509.ParsePKCS8PrivateKey(b.Bytes)
 		case "RSA PRIVATE KEY":
 			out.PrivateKey, err = x509.ParsePKCS1PrivateKey(b.Bytes)
 		case "EC PRIVATE KEY":
 			out.PrivateKey, err = x509.ParseECPrivateKey(b.Bytes)
 		case "ENCRYPTED PRIVATE KEY":
-			return out, fmt.Errorf("%w: the PEM private key is encrypted; Cascade reads only unencrypted PKCS#8 keys "+
-				"(ssl.key.password is used for JKS and PKCS12 stores)", ErrInvalid)
+			out.PrivateKey, err = decryptPKCS8(b.Bytes, password)
 		default:
 			continue
 		}
@@ -427,4 +439,32 @@ func requireCert(cs tls.ConnectionState) error {
 		return errNoClientCert
 	}
 	return nil
+}
+
+// oidPBES2 is PKCS#5's id-PBES2, the one encryption scheme decryptPKCS8
+// reads.
+var oidPBES2 = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
+
+// decryptPKCS8 decrypts a PKCS#8 EncryptedPrivateKeyInfo with the key
+// password.
+func decryptPKCS8(der []byte, password string) (crypto.PrivateKey, error) {
+	if password == "" {
+		return nil, errors.New("the key is encrypted and ssl.key.password is not set")
+	}
+	var info struct {
+		Algo          pkix.AlgorithmIdentifier
+		EncryptedData []byte
+	}
+	if _, err := asn1.Unmarshal(der, &info); err != nil {
+		return nil, fmt.Errorf("not a PKCS#8 EncryptedPrivateKeyInfo: %w", err)
+	}
+	if !info.Algo.Algorithm.Equal(oidPBES2) {
+		return nil, fmt.Errorf("the key is encrypted with %v, a PBES1 or PKCS#12 scheme; Cascade reads PBES2 keys "+
+			"(openssl pkcs8 -topk8 -v2 aes-256-cbc)", info.Algo.Algorithm)
+	}
+	key, err := pkcs8.ParsePKCS8PrivateKey(der, []byte(password))
+	if err != nil {
+		return nil, fmt.Errorf("decrypting with ssl.key.password: %w", err)
+	}
+	return key, nil
 }

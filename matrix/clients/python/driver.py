@@ -21,6 +21,7 @@ import re
 import sys
 
 from driver_common import (DELIVERY_TIMEOUT_S, KAFKA_ERRORS, PROTOCOL, REQUEST_TIMEOUT_S, Deadline, DriverError,
+                           check_topic_regex,
                            b64encode, end_transaction, kafka_code_name, next_offsets, produce_args,
                            record_in, record_out, short, unsupported)
 from driver_txn import ConfluentTxn, KafkaPythonTxn
@@ -212,9 +213,18 @@ class ConfluentDriver(ConfluentTxn):
             conf["transactional.id"] = txn
         p = self.ck.Producer(conf)
         try:
-            return self._produce(p, args, acks, txn)
-        finally:
-            p.flush(1)  # Nothing is left unless the command already failed.
+            res = self._produce(p, args, acks, txn)
+        except DriverError:
+            # The command failed with the error it reports; a producer
+            # that failed fatally raises that error again from flush,
+            # which must not replace it.
+            try:
+                p.flush(1)
+            except (self.ck.KafkaException, SystemError):
+                pass
+            raise
+        p.flush(1)  # Nothing is left: every record was reported.
+        return res
 
     def _produce(self, p, args, acks, txn):
         records = args.get("records") or []
@@ -257,7 +267,16 @@ class ConfluentDriver(ConfluentTxn):
                 except self.ck.KafkaException as e:
                     deliveries[i] = {"partition": part, "offset": -1, "error": self.error(e).to_json()}
                     break
-        p.flush(dl.left())
+        try:
+            p.flush(dl.left())
+        except SystemError as e:
+            # A fatal producer error (an idempotent producer whose
+            # InitProducerId is refused with CLUSTER_AUTHORIZATION_FAILED)
+            # reaches Python as the KafkaException behind a SystemError
+            # raised from the delivery callback flush was serving.
+            if isinstance(e.__cause__, self.ck.KafkaException):
+                raise self.error(e.__cause__)
+            raise
         for i, d in enumerate(deliveries):
             if d is None:
                 deliveries[i] = {"partition": records[i].get("partition", 0), "offset": -1,
@@ -373,10 +392,14 @@ class ConfluentDriver(ConfluentTxn):
         if args.get("session_timeout_ms"):
             conf["session.timeout.ms"] = args["session_timeout_ms"]
             conf["heartbeat.interval.ms"] = max(args["session_timeout_ms"] // 4, 1)
+        check_topic_regex(args, protocol)
+        conf.update(self.sec)
         c = self.ck.Consumer(conf)
         closed = False
         try:
-            topic, count = args["topic"], args.get("count", 0)
+            topic, count = args.get("topic", ""), args.get("count", 0)
+            if args.get("topic_regex"):
+                topic = "^" + args["topic_regex"]  # librdkafka's mark of a regex subscription
             c.subscribe([topic])
             out = {"records": []}
             dl = Deadline(args.get("timeout_ms", 10000) / 1000.0)
@@ -506,6 +529,13 @@ class KafkaPythonDriver(KafkaPythonTxn):
         errno = getattr(e, "errno", None)
         if isinstance(e, E.KafkaError) and isinstance(errno, int) and errno in KAFKA_ERRORS:
             return DriverError(KAFKA_ERRORS[errno], short(e))
+        wrapped = re.search(r"\[Error (\d+)\] \w+Error", str(e))
+        if isinstance(e, E.KafkaError) and wrapped and int(wrapped.group(1)) in KAFKA_ERRORS:
+            # kafka-python reports some broker errors (InitProducerId's
+            # CLUSTER_AUTHORIZATION_FAILED) as a plain KafkaError whose
+            # message carries the broker's error: "Unexpected error in
+            # InitProducerIdResponse: [Error 31] ClusterAuthorizationFailedError".
+            return DriverError(KAFKA_ERRORS[int(wrapped.group(1))], short(e))
         if isinstance(e, E.KafkaTimeoutError):
             # send() waits max_block_ms for the topic's metadata; a topic
             # that never appears in metadata ends here.
@@ -788,6 +818,7 @@ class KafkaPythonDriver(KafkaPythonTxn):
         if args.get("session_timeout_ms"):
             conf["session_timeout_ms"] = args["session_timeout_ms"]
             conf["heartbeat_interval_ms"] = max(args["session_timeout_ms"] // 4, 1)
+        conf.update(self.sec)
         try:
             c = self.kafka.KafkaConsumer(**conf)
         except E.KafkaError as e:

@@ -251,3 +251,14 @@ def end_transaction(records_failed, args, commit, abort):
         abort()
     else:
         commit()
+
+
+def check_topic_regex(args, protocol):
+    """Refuses a topic_regex the group_consume command does not allow: only
+    with the consumer protocol, and without commit."""
+    if not args.get("topic_regex"):
+        return
+    if protocol != "consumer":
+        raise DriverError("CLIENT_ERROR", "topic_regex needs protocol \"consumer\", not %r" % protocol)
+    if args.get("commit"):
+        raise DriverError("CLIENT_ERROR", "topic_regex cannot commit: the records do not say their topic")

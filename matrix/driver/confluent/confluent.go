@@ -302,7 +302,7 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 			}
 			dl := driver.Delivery{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
 			if m.TopicPartition.Error != nil {
-				dl.Offset, dl.Error = -1, toErr(m.TopicPartition.Error)
+				dl.Offset, dl.Error = -1, toErr(purgedCause(p, m.TopicPartition.Error))
 			} else if req.Acks == 0 || dl.Offset < 0 {
 				dl.Offset = -1
 			}
@@ -448,4 +448,23 @@ func (d *drv) DeleteRecords(ctx context.Context, req driver.DeleteRecords) (int6
 		return int64(r.DeletedRecords.LowWatermark), nil
 	}
 	return 0, errors.New("confluent-kafka-go: empty DeleteRecords result")
+}
+
+// purgedCause returns the fatal producer error behind a delivery that
+// librdkafka failed because of it (an idempotent producer whose
+// InitProducerId was refused with CLUSTER_AUTHORIZATION_FAILED has its
+// queue purged), as librdkafka documents: the purge is the consequence,
+// rd_kafka_fatal_error the cause an application acts on.
+func purgedCause(p *kafka.Producer, err error) error {
+	var ke kafka.Error
+	if !errors.As(err, &ke) {
+		return err
+	}
+	switch ke.Code() {
+	case kafka.ErrPurgeQueue, kafka.ErrPurgeInflight, kafka.ErrFatal:
+		if fatal := p.GetFatalError(); fatal != nil {
+			return fatal
+		}
+	}
+	return err
 }

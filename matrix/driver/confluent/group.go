@@ -21,6 +21,9 @@ var assignors = map[string]string{
 }
 
 func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver.GroupConsumeResult, error) {
+	if err := driver.CheckTopicRegex(req); err != nil {
+		return driver.GroupConsumeResult{}, err
+	}
 	cfg := kafka.ConfigMap{
 		"bootstrap.servers":  d.bootstrap,
 		"client.id":          "matrix-confluent-group",
@@ -43,6 +46,7 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 	default:
 		return driver.GroupConsumeResult{}, fmt.Errorf("confluent-kafka-go: unknown group protocol %q", req.Protocol)
 	}
+	secure(cfg, d.sec)
 	if req.AutoCommitIntervalMs > 0 {
 		// librdkafka auto-commits stored offsets; an offset is stored as
 		// Poll returns its message (enable.auto.offset.store=true).
@@ -65,7 +69,11 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 			c.Close()
 		}
 	}()
-	if err := c.Subscribe(req.Topic, nil); err != nil {
+	topic := req.Topic
+	if req.TopicRegex != "" {
+		topic = "^" + req.TopicRegex // librdkafka's mark of a regex subscription
+	}
+	if err := c.Subscribe(topic, nil); err != nil {
 		return driver.GroupConsumeResult{}, kafkaErr(err)
 	}
 	res := driver.GroupConsumeResult{Records: []driver.Record{}}

@@ -25,9 +25,19 @@ func balancer(name string) (kgo.GroupBalancer, error) {
 }
 
 func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver.GroupConsumeResult, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-group"), kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.ConsumerGroup(req.Group), kgo.ConsumeTopics(req.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}
+	if err := driver.CheckTopicRegex(req); err != nil {
+		return driver.GroupConsumeResult{}, err
+	}
+	subscribe := []kgo.Opt{kgo.ConsumeTopics(req.Topic)}
+	if req.TopicRegex != "" {
+		// franz-go sends its regexes to a KIP-848 broker as
+		// SubscribedTopicRegex, wrapped to match anywhere in a name:
+		// anchor this one so that the broker's full match is the same.
+		subscribe = []kgo.Opt{kgo.ConsumeTopics("^(?:" + req.TopicRegex + ")$"), kgo.ConsumeRegex()}
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ClientID("matrix-franz-go-group"), kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.ConsumerGroup(req.Group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)},
+		subscribe...)
 	switch req.Protocol {
 	case "", "classic":
 		if req.Assignor != "" {
@@ -57,6 +67,7 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		st := time.Duration(req.SessionTimeoutMs) * time.Millisecond
 		opts = append(opts, kgo.SessionTimeout(st), kgo.HeartbeatInterval(st/4))
 	}
+	opts = append(opts, d.sec...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return driver.GroupConsumeResult{}, fmt.Errorf("franz-go: %w", err)

@@ -93,6 +93,9 @@ func (d *drv) GroupConsume(ctx context.Context, req driver.GroupConsume) (driver
 		st := time.Duration(req.SessionTimeoutMs) * time.Millisecond
 		cfg.Consumer.Group.Session.Timeout, cfg.Consumer.Group.Heartbeat.Interval = st, st/4
 	}
+	if err := secure(cfg, d.sec); err != nil {
+		return driver.GroupConsumeResult{}, err
+	}
 	g, err := sarama.NewConsumerGroup(d.addrs, req.Group, cfg)
 	if err != nil {
 		return driver.GroupConsumeResult{}, kafkaErr(err)

@@ -246,6 +246,15 @@ func (d *drv) Produce(ctx context.Context, req driver.Produce) (driver.ProduceRe
 		cfg.Producer.Flush.Frequency = time.Duration(req.LingerMs) * time.Millisecond
 	}
 	cfg.Metadata.AllowAutoTopicCreation = req.AutoCreate
+	if req.AutoCreate {
+		// A topic the produce creates is UNKNOWN_TOPIC_OR_PARTITION until
+		// its creation has reached the broker asked, which on a
+		// three-node Kafka cluster takes longer than the driver's short
+		// metadata budget: give it sarama's default backoff, as the other
+		// clients' retries of an unknown topic last seconds.
+		cfg.Metadata.Retry.Max = 10
+		cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	}
 	if req.TransactionalID != "" {
 		cfg.Producer.Transaction.ID = req.TransactionalID
 		cfg.Producer.Idempotent = true

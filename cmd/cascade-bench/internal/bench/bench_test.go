@@ -250,7 +250,7 @@ func TestCompareCascade(t *testing.T) {
 		t.Fatalf("runs %d, ratios %d; want 2, 1", len(doc.Runs), len(doc.Ratios))
 	}
 	for _, k := range []string{"target", "round", "produce_records_per_s", "consume_records_per_s", "ack_latency_ms",
-		"broker_cpu_s", "broker_rss_peak_bytes", "verified"} {
+		"broker_cpu_s", "broker_rss_peak_bytes", "verified", "broker_cpu_produce_s_per_gib", "client_cpu_produce_s_per_m_records"} {
 		if _, ok := doc.Runs[0][k]; !ok {
 			t.Errorf("run lacks %q: %s", k, b)
 		}
@@ -261,7 +261,7 @@ func TestCompareCascade(t *testing.T) {
 			t.Errorf("ack_latency_ms.%s = %v", k, lat[k])
 		}
 	}
-	for _, k := range []string{"disk_write_bytes_per_s", "loopback_bytes_per_s"} {
+	for _, k := range []string{"disk_write_bytes_per_s", "disk_write_sync_every_bytes_per_s", "loopback_bytes_per_s"} {
 		if v, ok := doc.Limits[k].(float64); !ok || v <= 0 {
 			t.Errorf("limits.%s = %v", k, doc.Limits[k])
 		}
@@ -335,6 +335,12 @@ func TestCompareCascadeCluster(t *testing.T) {
 	}
 	if d := res.DiskBytes; d == nil || *d < 3*w.Records*int64(w.PayloadBytes) {
 		t.Errorf("disk bytes %v from %q, want three copies of the payload", d, res.DiskSource)
+	}
+	// The raw client finds each partition's leader among the three nodes.
+	w.Client = ClientRaw
+	res, err = Run(ctx, "cascade", inst, w, 2, Options{PlantLoss: -1})
+	if err != nil || !res.Verified {
+		t.Errorf("raw client on the cluster: err %v, %+v", err, res.Verification)
 	}
 }
 

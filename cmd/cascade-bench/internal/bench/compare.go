@@ -74,6 +74,11 @@ type Median struct {
 	DiskBytes          *float64 `json:"disk_bytes"`
 	ClientCPUProduceS  float64  `json:"client_cpu_produce_s"`
 	ClientCPUConsumeS  float64  `json:"client_cpu_consume_s"`
+	// Per million records and per GiB, as the runs' fields of those names.
+	ClientCPUProducePerMRecords float64  `json:"client_cpu_produce_s_per_m_records"`
+	ClientCPUConsumePerMRecords float64  `json:"client_cpu_consume_s_per_m_records"`
+	BrokerCPUProducePerGiB      *float64 `json:"broker_cpu_produce_s_per_gib"`
+	BrokerCPUConsumePerGiB      *float64 `json:"broker_cpu_consume_s_per_gib"`
 }
 
 // Ratio is Cascade's median divided by another target's, per metric. For
@@ -93,8 +98,11 @@ type Ratio struct {
 type OfLimits struct {
 	ProduceOfDiskWrite       float64 `json:"produce_of_disk_write"`
 	ProduceOfDiskWriteNoSync float64 `json:"produce_of_disk_write_nosync"`
-	ProduceOfLoopback        float64 `json:"produce_of_loopback"`
-	ConsumeOfLoopback        float64 `json:"consume_of_loopback"`
+	// ProduceOfDiskWriteSyncEvery is against the probe that fsyncs every
+	// Limits.SyncEveryBytes.
+	ProduceOfDiskWriteSyncEvery float64 `json:"produce_of_disk_write_sync_every"`
+	ProduceOfLoopback           float64 `json:"produce_of_loopback"`
+	ConsumeOfLoopback           float64 `json:"consume_of_loopback"`
 }
 
 // CompareOptions configure Compare.
@@ -104,8 +112,9 @@ type CompareOptions struct {
 	// LimitsDir, when set, is where the disk probe writes each round (the
 	// directory holding the brokers' data dirs); empty skips the limits.
 	LimitsDir string
-	// DiskProbeBytes is how much the disk probe writes.
-	DiskProbeBytes int64
+	// DiskProbeBytes is how much the disk probe writes; DiskSyncEveryBytes
+	// how often its flushed pass fsyncs (0: DefaultSyncEveryBytes).
+	DiskProbeBytes, DiskSyncEveryBytes int64
 	// Log receives one line per finished run and per limits measurement.
 	Log func(format string, a ...any)
 }
@@ -137,13 +146,14 @@ func Compare(ctx context.Context, targets []Target, w Workload, o CompareOptions
 			break
 		}
 		if o.LimitsDir != "" {
-			l, err := measureLimits(ctx, o.LimitsDir, o.DiskProbeBytes)
+			l, err := measureLimits(ctx, o.LimitsDir, o.DiskProbeBytes, o.DiskSyncEveryBytes)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("round %d limits: %w", r, err))
 			} else {
 				limits = append(limits, l)
-				logf("round %d limits: disk write %.0f MiB/s (fsync at end), %.0f MiB/s (no fsync); loopback TCP %.0f MiB/s",
-					r, l.DiskWriteBytesPerS/(1<<20), l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
+				logf("round %d limits: disk write %.0f MiB/s (fsync every %d MiB), %.0f MiB/s (fsync at end), %.0f MiB/s (no fsync); loopback TCP %.0f MiB/s",
+					r, l.DiskWriteSyncEveryBytesPerS/(1<<20), l.SyncEveryBytes>>20, l.DiskWriteBytesPerS/(1<<20),
+					l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
 			}
 		}
 		for i := range targets {
@@ -220,7 +230,7 @@ func med(xs []float64) float64 {
 // fail.
 func median(target string, runs []RunResult) (Median, bool) {
 	m := Median{Target: target, AllVerified: true}
-	var pr, pm, cr, cm, p50, p99, p999, mx, cpu, pcpu, ccpu, rss, disk, clp, clc []float64
+	var pr, pm, cr, cm, p50, p99, p999, mx, cpu, pcpu, ccpu, rss, disk, clp, clc, clpm, clcm, pg, cg []float64
 	for _, r := range runs {
 		if r.Target != target || r.Error != "" {
 			continue
@@ -232,6 +242,7 @@ func median(target string, runs []RunResult) (Median, bool) {
 		p50, p99 = append(p50, r.AckLatencyMs.P50), append(p99, r.AckLatencyMs.P99)
 		p999, mx = append(p999, r.AckLatencyMs.P999), append(mx, r.AckLatencyMs.Max)
 		clp, clc = append(clp, r.ClientCPUProduceSeconds), append(clc, r.ClientCPUConsumeSeconds)
+		clpm, clcm = append(clpm, r.ClientCPUProducePerMRecords), append(clcm, r.ClientCPUConsumePerMRecords)
 		add := func(xs []float64, v *float64) []float64 {
 			if v == nil {
 				return xs
@@ -239,6 +250,7 @@ func median(target string, runs []RunResult) (Median, bool) {
 			return append(xs, *v)
 		}
 		cpu, pcpu, ccpu = add(cpu, r.BrokerCPUSeconds), add(pcpu, r.BrokerCPUProduceSeconds), add(ccpu, r.BrokerCPUConsumeSeconds)
+		pg, cg = add(pg, r.BrokerCPUProducePerGiB), add(cg, r.BrokerCPUConsumePerGiB)
 		if r.BrokerRSSPeakBytes != nil {
 			rss = append(rss, float64(*r.BrokerRSSPeakBytes))
 		}
@@ -262,16 +274,19 @@ func median(target string, runs []RunResult) (Median, bool) {
 	m.BrokerCPUSeconds, m.BrokerRSSPeakBytes, m.DiskBytes = opt(cpu), opt(rss), opt(disk)
 	m.BrokerCPUProduceS, m.BrokerCPUConsumeS = opt(pcpu), opt(ccpu)
 	m.ClientCPUProduceS, m.ClientCPUConsumeS = med(clp), med(clc)
+	m.ClientCPUProducePerMRecords, m.ClientCPUConsumePerMRecords = med(clpm), med(clcm)
+	m.BrokerCPUProducePerGiB, m.BrokerCPUConsumePerGiB = opt(pg), opt(cg)
 	return m, true
 }
 
 func medianLimits(ls []Limits) *Limits {
-	var d, dn, lb []float64
+	var d, dn, de, lb []float64
 	for _, l := range ls {
 		d, dn, lb = append(d, l.DiskWriteBytesPerS), append(dn, l.DiskWriteNoSyncBytesPerS), append(lb, l.LoopbackBytesPerS)
+		de = append(de, l.DiskWriteSyncEveryBytesPerS)
 	}
 	return &Limits{Dir: ls[0].Dir, DiskWriteBytesPerS: med(d), DiskWriteNoSyncBytesPerS: med(dn),
-		LoopbackBytesPerS: med(lb), Samples: len(ls)}
+		DiskWriteSyncEveryBytesPerS: med(de), SyncEveryBytes: ls[0].SyncEveryBytes, LoopbackBytesPerS: med(lb), Samples: len(ls)}
 }
 
 func ratios(ms []Median, l *Limits) ([]Ratio, *OfLimits) {
@@ -314,10 +329,11 @@ func ratios(ms []Median, l *Limits) ([]Ratio, *OfLimits) {
 	if l != nil {
 		pb, cb := c.ProduceMiBPerS*(1<<20), c.ConsumeMiBPerS*(1<<20)
 		ol = &OfLimits{
-			ProduceOfDiskWrite:       div(pb, l.DiskWriteBytesPerS),
-			ProduceOfDiskWriteNoSync: div(pb, l.DiskWriteNoSyncBytesPerS),
-			ProduceOfLoopback:        div(pb, l.LoopbackBytesPerS),
-			ConsumeOfLoopback:        div(cb, l.LoopbackBytesPerS),
+			ProduceOfDiskWrite:          div(pb, l.DiskWriteBytesPerS),
+			ProduceOfDiskWriteNoSync:    div(pb, l.DiskWriteNoSyncBytesPerS),
+			ProduceOfDiskWriteSyncEvery: div(pb, l.DiskWriteSyncEveryBytesPerS),
+			ProduceOfLoopback:           div(pb, l.LoopbackBytesPerS),
+			ConsumeOfLoopback:           div(cb, l.LoopbackBytesPerS),
 		}
 	}
 	return rs, ol

@@ -5,7 +5,9 @@
 //
 // It owns the workload (Workload: sizes, client settings, deterministic
 // incompressible payloads that carry their own record id and checksum), the
-// client drivers (franz-go and confluent-kafka-go), exact measurement
+// client drivers (franz-go, confluent-kafka-go, and the raw client of
+// raw*.go, which replays prebuilt batches and checks fetched ones by header
+// and CRC so that it costs the machine next to nothing), exact measurement
 // (acknowledgement latency from the moment a send is offered, kept as an
 // exact sorted sample; broker CPU and peak RSS from /proc), exact
 // verification that every record was consumed once, the targets it can
@@ -14,7 +16,8 @@
 // hardware limits measured beside them (sequential disk writes, loopback
 // TCP), and the report (a table on screen and JSON).
 //
-// It imports nothing from broker/: every target is a black box over TCP, as
+// It imports nothing from broker/ (its tests use broker/brokertest and
+// broker/record): every target is a black box over TCP, as
 // Kafka's own kafka-producer-perf-test and kafka-consumer-perf-test treat a
 // cluster.
 //

@@ -15,14 +15,22 @@ type driver interface {
 	consume(ctx context.Context, job *consumeJob) error
 }
 
-func driverFor(client string) (driver, error) {
-	switch client {
+// driverFor returns w's client. The raw client builds its batches here,
+// before any phase's CPU is counted.
+func driverFor(w Workload) (driver, error) {
+	switch w.Client {
 	case ClientFranzGo:
 		return franzDriver{}, nil
 	case ClientConfluent:
 		return confluentDriver{}, nil
+	case ClientRaw:
+		t, err := newRawTemplates(w)
+		if err != nil {
+			return nil, err
+		}
+		return &rawDriver{t: t}, nil
 	}
-	return nil, fmt.Errorf("%w: unknown client %q", errWorkload, client)
+	return nil, fmt.Errorf("%w: unknown client %q", errWorkload, w.Client)
 }
 
 // producerBufferBytes bounds the records a producer holds unacknowledged,
@@ -46,6 +54,10 @@ type produceJob struct {
 	// skip is a record id that is counted as sent but never sent: the
 	// planted loss that tests use to prove verification catches one.
 	skip int64
+	// dup and corrupt are record ids whose batch the raw producer sends
+	// twice, or sends with another batch's records under a valid CRC: the
+	// planted duplicate and corruption. -1 plants nothing.
+	dup, corrupt int64
 }
 
 // consumeJob is one consumer's share: the partitions in ends, each read

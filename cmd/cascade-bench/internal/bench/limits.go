@@ -24,6 +24,10 @@ type Limits struct {
 	// DiskWriteNoSyncBytesPerS is the same writes without the fsync: what
 	// the page cache accepts.
 	DiskWriteNoSyncBytesPerS float64 `json:"disk_write_nosync_bytes_per_s"`
+	// DiskWriteSyncEveryBytesPerS is the same writes with an fsync after
+	// every SyncEveryBytes and at the end: a log flushed as it is written.
+	DiskWriteSyncEveryBytesPerS float64 `json:"disk_write_sync_every_bytes_per_s"`
+	SyncEveryBytes              int64   `json:"disk_sync_every_bytes"`
 	// LoopbackBytesPerS is one TCP connection on 127.0.0.1 streaming
 	// 1 MiB writes to a reader that discards them.
 	LoopbackBytesPerS float64 `json:"loopback_bytes_per_s"`
@@ -33,11 +37,12 @@ type Limits struct {
 
 const probeChunk = 1 << 20
 
-// diskWrite writes size bytes sequentially to a new file in dir, with or
-// without a closing fsync, and returns bytes per second. The file is
+// diskWrite writes size bytes sequentially to a new file in dir, with an
+// fsync after every syncEvery bytes (0: none on the way) and, if sync, at
+// the end, and returns bytes per second. The file is
 // removed afterwards. The data is random so no filesystem compression or
 // deduplication helps.
-func diskWrite(ctx context.Context, dir string, size int64, sync bool) (float64, error) {
+func diskWrite(ctx context.Context, dir string, size, syncEvery int64, sync bool) (float64, error) {
 	f, err := os.CreateTemp(dir, "cascade-bench-disk-probe-")
 	if err != nil {
 		return 0, fmt.Errorf("disk probe: %w", err)
@@ -59,6 +64,11 @@ func diskWrite(ctx context.Context, dir string, size int64, sync bool) (float64,
 		n += int64(w)
 		if err != nil {
 			return 0, fmt.Errorf("disk probe write: %w", err)
+		}
+		if syncEvery > 0 && n%syncEvery < int64(w) && n < size {
+			if err := f.Sync(); err != nil {
+				return 0, fmt.Errorf("disk probe fsync: %w", err)
+			}
 		}
 	}
 	if sync {
@@ -125,9 +135,17 @@ func loopback(ctx context.Context, size int64, maxTime time.Duration) (float64, 
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// measureLimits runs the three probes once.
-func measureLimits(ctx context.Context, dir string, diskBytes int64) (Limits, error) {
-	l := Limits{Dir: dir, Samples: 1}
+// DefaultSyncEveryBytes is how often the disk probe's flushed pass
+// fsyncs by default.
+const DefaultSyncEveryBytes = 16 << 20
+
+// measureLimits runs the probes once: disk writes without fsync, with one
+// at the end, and with one every syncEvery bytes; loopback TCP.
+func measureLimits(ctx context.Context, dir string, diskBytes, syncEvery int64) (Limits, error) {
+	if syncEvery <= 0 {
+		syncEvery = DefaultSyncEveryBytes
+	}
+	l := Limits{Dir: dir, Samples: 1, SyncEveryBytes: syncEvery}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return l, err
 	}
@@ -138,13 +156,16 @@ func measureLimits(ctx context.Context, dir string, diskBytes int64) (Limits, er
 	// The first write into a cold page cache runs at a fraction of the
 	// speed of later ones (page allocation), which no broker pays in steady
 	// state; one untimed pass warms it.
-	if _, err = diskWrite(ctx, dir, diskBytes, false); err != nil {
+	if _, err = diskWrite(ctx, dir, diskBytes, 0, false); err != nil {
 		return l, err
 	}
-	if l.DiskWriteNoSyncBytesPerS, err = diskWrite(ctx, dir, diskBytes, false); err != nil {
+	if l.DiskWriteNoSyncBytesPerS, err = diskWrite(ctx, dir, diskBytes, 0, false); err != nil {
 		return l, err
 	}
-	if l.DiskWriteBytesPerS, err = diskWrite(ctx, dir, diskBytes, true); err != nil {
+	if l.DiskWriteBytesPerS, err = diskWrite(ctx, dir, diskBytes, 0, true); err != nil {
+		return l, err
+	}
+	if l.DiskWriteSyncEveryBytesPerS, err = diskWrite(ctx, dir, diskBytes, syncEvery, true); err != nil {
 		return l, err
 	}
 	if l.LoopbackBytesPerS, err = loopback(ctx, 4*diskBytes, 5*time.Second); err != nil {

@@ -47,6 +47,16 @@ type RunResult struct {
 	// and these show how much.
 	ClientCPUProduceSeconds float64 `json:"client_cpu_produce_s"`
 	ClientCPUConsumeSeconds float64 `json:"client_cpu_consume_s"`
+	// ClientCPUProducePerMRecords and ClientCPUConsumePerMRecords are the
+	// same per million records: what a client costs, comparable across
+	// runs of different sizes.
+	ClientCPUProducePerMRecords float64 `json:"client_cpu_produce_s_per_m_records"`
+	ClientCPUConsumePerMRecords float64 `json:"client_cpu_consume_s_per_m_records"`
+	// BrokerCPUProducePerGiB and BrokerCPUConsumePerGiB are the broker's
+	// CPU seconds in each phase per GiB of payload produced (consumed);
+	// null as BrokerCPUSeconds.
+	BrokerCPUProducePerGiB *float64 `json:"broker_cpu_produce_s_per_gib"`
+	BrokerCPUConsumePerGiB *float64 `json:"broker_cpu_consume_s_per_gib"`
 	// DiskBytes is the space the topic's partition directories take after
 	// the produce phase; null when the broker keeps no data dir the tool
 	// can see.
@@ -72,8 +82,14 @@ type Options struct {
 	KeepTopic bool
 	// PlantLoss, when at least 0, is a record id the producer counts as
 	// sent but never sends. It exists to prove that verification catches a
-	// lost record; a run with it set must report verified=false.
+	// lost record; a run with it set must report verified=false. The raw
+	// client leaves out the whole batch holding it.
 	PlantLoss int64
+	// PlantDuplicate and PlantCorrupt, when above 0, are record ids whose
+	// batch the raw client sends twice, or sends with another batch's
+	// records under a valid CRC (a full batch only); a run with either
+	// set must report verified=false. Other clients refuse them.
+	PlantDuplicate, PlantCorrupt int64
 }
 
 // Run runs w once against inst and returns the result. A failure of the
@@ -93,7 +109,10 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 	if err := w.Validate(); err != nil {
 		return err
 	}
-	drv, err := driverFor(w.Client)
+	if (o.PlantDuplicate > 0 || o.PlantCorrupt > 0) && w.Client != ClientRaw {
+		return fmt.Errorf("%w: a planted duplicate or corruption needs --client %s", errWorkload, ClientRaw)
+	}
+	drv, err := driverFor(w)
 	if err != nil {
 		return err
 	}
@@ -189,7 +208,12 @@ func run(ctx context.Context, inst *Instance, w Workload, o Options, res *RunRes
 		cpu, pcpu, ccpu := (ps.CPU - cpu0).Seconds(), (cpu1 - cpu0).Seconds(), (ps.CPU - cpu1).Seconds()
 		res.BrokerCPUSeconds, res.BrokerRSSPeakBytes = &cpu, &ps.PeakRSS
 		res.BrokerCPUProduceSeconds, res.BrokerCPUConsumeSeconds = &pcpu, &ccpu
+		gib := float64(w.Records) * float64(w.PayloadBytes) / (1 << 30)
+		pg, cg := pcpu/gib, ccpu/gib
+		res.BrokerCPUProducePerGiB, res.BrokerCPUConsumePerGiB = &pg, &cg
 	}
+	res.ClientCPUProducePerMRecords = res.ClientCPUProduceSeconds / float64(w.Records) * 1e6
+	res.ClientCPUConsumePerMRecords = res.ClientCPUConsumeSeconds / float64(w.Records) * 1e6
 	return verr
 }
 
@@ -200,7 +224,7 @@ func warmup(ctx context.Context, drv driver, adm *kadm.Client, inst *Instance, w
 	ww.Records, ww.Rate, ww.WarmupRecords = w.WarmupRecords, 0, 0
 	ww.Producers, ww.Consumers = min(w.Producers, int(ww.Records)), min(w.Consumers, int(ww.Records))
 	wr := RunResult{Target: res.Target, Round: res.Round, Topic: res.Topic + "-warmup"}
-	o.PlantLoss = -1
+	o.PlantLoss, o.PlantDuplicate, o.PlantCorrupt = -1, 0, 0
 	if err := createTopic(ctx, adm, wr.Topic, w); err != nil {
 		return err
 	}
@@ -349,9 +373,16 @@ func producePhase(ctx context.Context, drv driver, inst *Instance, w Workload, o
 		lats[i] = newLatencies(n)
 		jobs[i] = &produceJob{addr: inst.Addr, topic: res.Topic, w: w, first: first, count: n,
 			rate: w.Rate * float64(n) / float64(w.Records), lat: lats[i],
-			offered: &offered, acked: &acked, failed: &failed, errs: errs, skip: -1}
-		if o.PlantLoss >= first && o.PlantLoss < first+n {
+			offered: &offered, acked: &acked, failed: &failed, errs: errs, skip: -1, dup: -1, corrupt: -1}
+		in := func(id int64) bool { return id >= first && id < first+n }
+		if in(o.PlantLoss) {
 			jobs[i].skip = o.PlantLoss
+		}
+		if o.PlantDuplicate > 0 && in(o.PlantDuplicate) {
+			jobs[i].dup = o.PlantDuplicate
+		}
+		if o.PlantCorrupt > 0 && in(o.PlantCorrupt) {
+			jobs[i].corrupt = o.PlantCorrupt
 		}
 		first += n
 	}

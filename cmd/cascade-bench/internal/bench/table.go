@@ -80,10 +80,18 @@ func summaryMetrics() []metric {
 			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUProduceS) }},
 		{name: "  in consume", format: "%.2f", scale: 1, lowerBetter: true,
 			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUConsumeS) }},
+		{name: "broker CPU s/GiB produce", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUProducePerGiB) }},
+		{name: "broker CPU s/GiB consume", format: "%.2f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return maybe(m.BrokerCPUConsumePerGiB) }},
 		{name: "client CPU s produce", format: "%.2f", scale: 1, lowerBetter: true,
 			value: func(m Median) (float64, bool) { return some(m.ClientCPUProduceS) }},
 		{name: "client CPU s consume", format: "%.2f", scale: 1, lowerBetter: true,
 			value: func(m Median) (float64, bool) { return some(m.ClientCPUConsumeS) }},
+		{name: "client CPU s/M records produce", format: "%.3f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.ClientCPUProducePerMRecords) }},
+		{name: "client CPU s/M records consume", format: "%.3f", scale: 1, lowerBetter: true,
+			value: func(m Median) (float64, bool) { return some(m.ClientCPUConsumePerMRecords) }},
 		{name: "broker peak RSS MiB", format: "%.0f", scale: 1 << 20, lowerBetter: true, chart: true,
 			value: func(m Median) (float64, bool) { return maybe(m.BrokerRSSPeakBytes) },
 			ratio: func(r Ratio) (float64, bool) { return maybe(r.BrokerRSSPeakBytes) }},
@@ -146,8 +154,9 @@ func limitsText(rep *Report) string {
 	if l == nil {
 		return ""
 	}
-	return fmt.Sprintf("limits (median of %d, in %s): disk write %.0f MiB/s with fsync, %.0f MiB/s without; loopback TCP %.0f MiB/s",
-		l.Samples, l.Dir, l.DiskWriteBytesPerS/(1<<20), l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
+	return fmt.Sprintf("limits (median of %d, in %s): disk write %.0f MiB/s with fsync every %d MiB, %.0f MiB/s with fsync at the end, %.0f MiB/s without; loopback TCP %.0f MiB/s",
+		l.Samples, l.Dir, l.DiskWriteSyncEveryBytesPerS/(1<<20), l.SyncEveryBytes>>20, l.DiskWriteBytesPerS/(1<<20),
+		l.DiskWriteNoSyncBytesPerS/(1<<20), l.LoopbackBytesPerS/(1<<20))
 }
 
 func ofLimitsText(rep *Report) string {
@@ -155,6 +164,7 @@ func ofLimitsText(rep *Report) string {
 	if ol == nil {
 		return ""
 	}
-	return fmt.Sprintf("cascade produce = %.0f%% of disk write with fsync (%.0f%% without), %.0f%% of loopback; consume = %.0f%% of loopback",
-		100*ol.ProduceOfDiskWrite, 100*ol.ProduceOfDiskWriteNoSync, 100*ol.ProduceOfLoopback, 100*ol.ConsumeOfLoopback)
+	return fmt.Sprintf("cascade produce = %.0f%% of disk write with fsync every %d MiB (%.0f%% with fsync at the end, %.0f%% without), %.0f%% of loopback; consume = %.0f%% of loopback",
+		100*ol.ProduceOfDiskWriteSyncEvery, rep.Limits.SyncEveryBytes>>20, 100*ol.ProduceOfDiskWrite, 100*ol.ProduceOfDiskWriteNoSync,
+		100*ol.ProduceOfLoopback, 100*ol.ConsumeOfLoopback)
 }

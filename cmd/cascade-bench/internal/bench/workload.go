@@ -42,7 +42,7 @@ type Workload struct {
 	// from each record's scheduled send time, so queueing behind a slow
 	// broker counts (no coordinated omission).
 	Rate float64 `json:"rate"`
-	// Client is "franz-go" or "confluent-kafka-go".
+	// Client is "franz-go", "confluent-kafka-go" or "raw".
 	Client string `json:"client"`
 	// FlushMs, when positive, makes the brokers the tool starts fsync
 	// every partition periodically (log.flush.interval.ms and
@@ -97,6 +97,10 @@ func DefaultWorkload() Workload {
 const (
 	ClientFranzGo   = "franz-go"
 	ClientConfluent = "confluent-kafka-go"
+	// ClientRaw is the tool's own raw client: prebuilt batches replayed in
+	// hand-framed Produce requests, fetched batches checked by header and
+	// checksum without decoding their records (raw*.go).
+	ClientRaw = "raw"
 )
 
 // MinPayloadBytes is the smallest value that holds a record's id and
@@ -161,9 +165,9 @@ func (w *Workload) Validate() error {
 		return bad("--acks %q is not one of all, 1, 0", w.Acks)
 	}
 	switch w.Client {
-	case ClientFranzGo, ClientConfluent:
+	case ClientFranzGo, ClientConfluent, ClientRaw:
 	default:
-		return bad("--client %q is not one of %s, %s", w.Client, ClientFranzGo, ClientConfluent)
+		return bad("--client %q is not one of %s, %s, %s", w.Client, ClientFranzGo, ClientConfluent, ClientRaw)
 	}
 	w.TimeoutS = w.Timeout.Seconds()
 	return nil

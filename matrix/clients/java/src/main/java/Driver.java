@@ -48,6 +48,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.consumer.RoundRobinAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -616,9 +617,17 @@ public final class Driver {
         if (!protocol.equals("classic") && !protocol.equals("consumer")) {
             throw new DriverException("CLIENT_ERROR", "unknown group protocol " + protocol);
         }
+        String regex = a.path("topic_regex").asText("");
+        if (!regex.isEmpty() && !protocol.equals("consumer")) {
+            throw new DriverException("CLIENT_ERROR", "topic_regex needs protocol \"consumer\", not " + protocol);
+        }
+        if (!regex.isEmpty() && a.path("commit").asBoolean(false)) {
+            throw new DriverException("CLIENT_ERROR", "topic_regex cannot commit: the records do not say their topic");
+        }
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "matrix-java-group");
+        p.putAll(sec);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, text(a, "group"));
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol); // "consumer" is KIP-848.
         // With auto-commit the consumer commits the positions after the
@@ -662,12 +671,17 @@ public final class Driver {
         } catch (RuntimeException e) {
             throw mapError(e);
         }
-        String topic = text(a, "topic");
+        String topic = regex.isEmpty() ? text(a, "topic") : "";
         int count = a.path("count").asInt(0);
         ObjectNode n = JSON.createObjectNode();
         ArrayNode recs = n.putArray("records");
         try {
-            c.subscribe(List.of(topic));
+            if (regex.isEmpty()) {
+                c.subscribe(List.of(topic));
+            } else {
+                // KIP-848: the broker resolves the regex (RE2/J).
+                c.subscribe(new SubscriptionPattern(regex));
+            }
             long deadline = System.nanoTime() + a.path("timeout_ms").asLong(10_000) * 1_000_000L;
             // Next offset per partition after the records returned: what the
             // member commits, not its fetch position (it may have fetched more).
