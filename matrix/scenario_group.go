@@ -14,7 +14,9 @@ import (
 const groupRecords = 20
 
 // groupTopic creates a two-partition topic and writes groupRecords records
-// alternately to partitions 0 and 1.
+// alternately to partitions 0 and 1, through an idempotent producer: the
+// group cells count on each record being in the log once, and a plain
+// producer's retry on a loaded machine may write a batch twice.
 func groupTopic(ctx context.Context, e *Env, d driver.Driver, name string) (string, error) {
 	topic := e.Topic(name + "-" + d.Client())
 	if err := createTopic(ctx, e, d, topic, 2, nil); err != nil {
@@ -24,7 +26,7 @@ func groupTopic(ctx context.Context, e *Env, d driver.Driver, name string) (stri
 	for i := range recs {
 		recs[i] = driver.Record{Partition: int32(i % 2), Value: []byte(fmt.Sprintf("%s-%d", topic, i))}
 	}
-	if _, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: recs, Acks: -1}); err != nil {
+	if _, err := produceOK(ctx, d, driver.Produce{Topic: topic, Records: recs, Acks: -1, Idempotent: true}); err != nil {
 		return "", err
 	}
 	return topic, nil
