@@ -1,0 +1,225 @@
+package share
+
+import "fmt"
+
+// Record types of the share group records of __consumer_offsets: the
+// "apiKey" of Kafka's group-coordinator JSON schemas
+// (group-coordinator/src/main/resources/common/message). Type 9,
+// ShareGroupPartitionMetadata, was dropped in Kafka 4.1 and is skipped by
+// Replay; type 15, ShareGroupStatePartitionMetadata, belongs to the
+// initialization of share state, which this package does not write.
+const (
+	RecordShareGroupMemberMetadata      int16 = 10
+	RecordShareGroupMetadata            int16 = 11
+	RecordShareGroupTargetMetadata      int16 = 12
+	RecordShareGroupTargetMember        int16 = 13
+	RecordShareGroupCurrentMember       int16 = 14
+	RecordShareGroupStatePartitionMeta  int16 = 15
+	recordShareGroupPartitionMetaLegacy int16 = 9
+)
+
+// GroupRecord is one key/value pair to append to the __consumer_offsets
+// partition of its group. A nil Value is a tombstone.
+type GroupRecord struct {
+	Partition int32
+	Key       []byte
+	Value     []byte
+}
+
+// GroupKey is a decoded share group key: the record type, the group, and
+// the member for the member-scoped types.
+type GroupKey struct {
+	Type   int16
+	Group  string
+	Member string
+}
+
+// MemberMetadataValue is Kafka's ShareGroupMemberMetadataValue v0.
+type MemberMetadataValue struct {
+	RackID           *string
+	ClientID         string
+	ClientHost       string
+	SubscribedTopics []string
+}
+
+// TopicPartitions is one topic's partitions in an assignment record.
+type TopicPartitions struct {
+	TopicID    [16]byte
+	Partitions []int32
+}
+
+// CurrentAssignmentValue is Kafka's ShareGroupCurrentMemberAssignmentValue
+// v0.
+type CurrentAssignmentValue struct {
+	MemberEpoch         int32
+	PreviousMemberEpoch int32
+	State               int8
+	Assigned            []TopicPartitions
+}
+
+func memberScoped(typ int16) bool {
+	return typ == RecordShareGroupMemberMetadata || typ == RecordShareGroupTargetMember || typ == RecordShareGroupCurrentMember
+}
+
+// EncodeGroupKey encodes a share group key: the record type, GroupId, and
+// MemberId for the member-scoped types.
+func EncodeGroupKey(k GroupKey) []byte {
+	var w writer
+	w.int16(k.Type)
+	w.keyString(k.Group)
+	if memberScoped(k.Type) {
+		w.keyString(k.Member)
+	}
+	return w
+}
+
+// DecodeGroupKey decodes a share group key; ok is false for a
+// __consumer_offsets key of another kind of group.
+func DecodeGroupKey(b []byte) (k GroupKey, ok bool, err error) {
+	r := reader{b: b}
+	k.Type = r.int16()
+	if r.err != nil {
+		return k, false, r.err
+	}
+	if k.Type < recordShareGroupPartitionMetaLegacy || k.Type > RecordShareGroupStatePartitionMeta {
+		return k, false, nil
+	}
+	k.Group = r.keyString()
+	if memberScoped(k.Type) {
+		k.Member = r.keyString()
+	}
+	return k, true, r.end()
+}
+
+// encodeEpochValue encodes ShareGroupMetadataValue or
+// ShareGroupTargetAssignmentMetadataValue: version 0, one int32 epoch, no
+// tags. Kafka 4.1's tagged MetadataHash of ShareGroupMetadataValue is not
+// written (its default, 0, is what a reader then sees).
+func encodeEpochValue(epoch int32) []byte {
+	var w writer
+	w.int16(0)
+	w.int32(epoch)
+	w.uvarint(0)
+	return w
+}
+
+func decodeEpochValue(b []byte) (int32, error) {
+	r := reader{b: b}
+	r.version("share group epoch value")
+	e := r.int32()
+	r.tags(nil)
+	return e, r.end()
+}
+
+// EncodeMemberMetadataValue encodes a ShareGroupMemberMetadataValue v0.
+func EncodeMemberMetadataValue(v MemberMetadataValue) []byte {
+	var w writer
+	w.int16(0)
+	w.compactString(v.RackID)
+	w.compactString(&v.ClientID)
+	w.compactString(&v.ClientHost)
+	w.arrayLen(len(v.SubscribedTopics))
+	for i := range v.SubscribedTopics {
+		w.compactString(&v.SubscribedTopics[i])
+	}
+	w.uvarint(0)
+	return w
+}
+
+// DecodeMemberMetadataValue decodes a ShareGroupMemberMetadataValue v0.
+func DecodeMemberMetadataValue(b []byte) (MemberMetadataValue, error) {
+	r := reader{b: b}
+	r.version("ShareGroupMemberMetadataValue")
+	var v MemberMetadataValue
+	v.RackID = r.compactString()
+	v.ClientID = deref(r.compactString())
+	v.ClientHost = deref(r.compactString())
+	n := r.arrayLen(1)
+	v.SubscribedTopics = make([]string, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		v.SubscribedTopics = append(v.SubscribedTopics, deref(r.compactString()))
+	}
+	r.tags(nil)
+	return v, r.end()
+}
+
+func writeTopicPartitions(w *writer, tps []TopicPartitions) {
+	w.arrayLen(len(tps))
+	for _, tp := range tps {
+		w.raw(tp.TopicID[:])
+		w.arrayLen(len(tp.Partitions))
+		for _, p := range tp.Partitions {
+			w.int32(p)
+		}
+		w.uvarint(0)
+	}
+}
+
+func readTopicPartitions(r *reader) []TopicPartitions {
+	n := r.arrayLen(18)
+	out := make([]TopicPartitions, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		tp := TopicPartitions{TopicID: r.uuid()}
+		m := r.arrayLen(4)
+		tp.Partitions = make([]int32, 0, m)
+		for j := 0; j < m && r.err == nil; j++ {
+			tp.Partitions = append(tp.Partitions, r.int32())
+		}
+		r.tags(nil)
+		out = append(out, tp)
+	}
+	return out
+}
+
+// EncodeTargetMemberValue encodes a ShareGroupTargetAssignmentMemberValue
+// v0.
+func EncodeTargetMemberValue(tps []TopicPartitions) []byte {
+	var w writer
+	w.int16(0)
+	writeTopicPartitions(&w, tps)
+	w.uvarint(0)
+	return w
+}
+
+// DecodeTargetMemberValue decodes a ShareGroupTargetAssignmentMemberValue
+// v0.
+func DecodeTargetMemberValue(b []byte) ([]TopicPartitions, error) {
+	r := reader{b: b}
+	r.version("ShareGroupTargetAssignmentMemberValue")
+	tps := readTopicPartitions(&r)
+	r.tags(nil)
+	return tps, r.end()
+}
+
+// EncodeCurrentAssignmentValue encodes a
+// ShareGroupCurrentMemberAssignmentValue v0.
+func EncodeCurrentAssignmentValue(v CurrentAssignmentValue) []byte {
+	var w writer
+	w.int16(0)
+	w.int32(v.MemberEpoch)
+	w.int32(v.PreviousMemberEpoch)
+	w.int8(v.State)
+	writeTopicPartitions(&w, v.Assigned)
+	w.uvarint(0)
+	return w
+}
+
+// DecodeCurrentAssignmentValue decodes a
+// ShareGroupCurrentMemberAssignmentValue v0.
+func DecodeCurrentAssignmentValue(b []byte) (CurrentAssignmentValue, error) {
+	r := reader{b: b}
+	r.version("ShareGroupCurrentMemberAssignmentValue")
+	v := CurrentAssignmentValue{MemberEpoch: r.int32(), PreviousMemberEpoch: r.int32(), State: r.int8()}
+	v.Assigned = readTopicPartitions(&r)
+	r.tags(nil)
+	return v, r.end()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func badType(typ int16) error { return fmt.Errorf("%w: share group record type %d", ErrBadRecord, typ) }

@@ -1,0 +1,570 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// RecordState is the delivery state of an in-flight record, with Kafka's
+// RecordState ids (the DeliveryState of the share state records).
+type RecordState int8
+
+// The record states of Kafka's SharePartition. Acquired is never
+// persisted: a record acquired when the share-partition leader stops is
+// Available again when its state is loaded.
+const (
+	Available    RecordState = 0
+	Acquired     RecordState = 1
+	Acknowledged RecordState = 2
+	Archived     RecordState = 4
+)
+
+func (s RecordState) String() string {
+	switch s {
+	case Available:
+		return "available"
+	case Acquired:
+		return "acquired"
+	case Acknowledged:
+		return "acknowledged"
+	case Archived:
+		return "archived"
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// terminal reports whether a record's delivery is complete.
+func (s RecordState) terminal() bool { return s == Acknowledged || s == Archived }
+
+// AckType is an acknowledgement type of ShareFetch and ShareAcknowledge
+// (Kafka's AcknowledgeType); Gap acknowledges an offset with no record.
+type AckType int8
+
+// The acknowledgement types.
+const (
+	AckGap     AckType = 0
+	AckAccept  AckType = 1
+	AckRelease AckType = 2
+	AckReject  AckType = 3
+)
+
+// Auto offset reset policies of share.auto.offset.reset.
+const (
+	ResetLatest   = "latest"
+	ResetEarliest = "earliest"
+	// ResetByDuration prefixes a duration: "by_duration:PT1H".
+	ResetByDuration = "by_duration:"
+)
+
+// PartitionConfig holds the settings of a share-partition, named after
+// Kafka's broker and group properties.
+type PartitionConfig struct {
+	LockDuration       time.Duration // group.share.record.lock.duration.ms
+	DeliveryCountLimit int16         // group.share.delivery.count.limit
+	MaxRecordLocks     int           // group.share.partition.max.record.locks
+	AutoOffsetReset    string        // share.auto.offset.reset
+	ReadCommitted      bool          // share.isolation.level=read_committed
+}
+
+// DefaultPartitionConfig returns Apache Kafka 4.4's defaults.
+func DefaultPartitionConfig() PartitionConfig {
+	return PartitionConfig{
+		LockDuration:       30 * time.Second,
+		DeliveryCountLimit: 5,
+		MaxRecordLocks:     2000,
+		AutoOffsetReset:    ResetLatest,
+	}
+}
+
+// LogOffsets is what the share-partition needs to know of its log to
+// place a new share group: the log start offset, the high watermark, and
+// the first offset at or after a timestamp (-1 when there is none).
+type LogOffsets struct {
+	LogStartOffset     int64
+	HighWatermark      int64
+	OffsetForTimestamp func(ms int64) int64
+}
+
+// Batch is one record batch a share fetch read from the log, from the
+// partition's next fetch offset on.
+type Batch struct {
+	BaseOffset    int64
+	LastOffset    int64
+	ProducerID    int64
+	Transactional bool
+	Control       bool
+}
+
+// AbortedTxn is one aborted transaction of the fetched range, as a
+// FetchResponse lists it: the producer and the first offset of its
+// transaction; its records run to its abort marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+}
+
+// AcquiredRecords is one run of records acquired for a member, as the
+// AcquiredRecords of a ShareFetch response.
+type AcquiredRecords struct {
+	FirstOffset   int64
+	LastOffset    int64
+	DeliveryCount int16
+}
+
+// Ack is one acknowledgement batch: either one type for every offset, or
+// one type per offset.
+type Ack struct {
+	FirstOffset int64
+	LastOffset  int64
+	Types       []AckType
+}
+
+// AckError is an acknowledgement refused with a Kafka error.
+type AckError struct {
+	Err     *kerr.Error
+	Message string
+}
+
+func (e *AckError) Error() string { return e.Err.Message + ": " + e.Message }
+
+func ackErr(err *kerr.Error, format string, a ...any) error {
+	return &AckError{Err: err, Message: fmt.Sprintf(format, a...)}
+}
+
+// ErrNotInitialized is returned by a share-partition used before
+// Initialize.
+var ErrNotInitialized = errors.New("share: share-partition not initialized")
+
+type record struct {
+	state     RecordState
+	count     int16
+	member    string
+	lockUntil time.Time
+}
+
+// Partition is one share group's view of one topic-partition (Kafka's
+// SharePartition): the records in flight between the share-partition
+// start offset (SPSO) and end offset (SPEO), each Available, Acquired by
+// one member under a time-limited lock, Acknowledged or Archived, with its
+// delivery count. It is a pure state machine: the caller passes the time,
+// reads the log for it, and drains Ready of the state to persist.
+type Partition struct {
+	cfg         PartitionConfig
+	initialized bool
+	start       int64    // the SPSO
+	recs        []record // recs[i] is offset start+i; the in-flight window
+	dirty       map[int64]bool
+	startMoved  bool
+}
+
+// NewPartition returns a share-partition to Initialize.
+func NewPartition(cfg PartitionConfig) *Partition {
+	d := DefaultPartitionConfig()
+	orDefault(&cfg.LockDuration, d.LockDuration)
+	orDefault(&cfg.DeliveryCountLimit, d.DeliveryCountLimit)
+	orDefault(&cfg.MaxRecordLocks, d.MaxRecordLocks)
+	orDefault(&cfg.AutoOffsetReset, d.AutoOffsetReset)
+	return &Partition{cfg: cfg, dirty: map[int64]bool{}}
+}
+
+// Initialize loads the share-partition from its persisted state, or, when
+// there is none (nil, or a start offset of -1), places the SPSO by
+// share.auto.offset.reset: latest is the high watermark, earliest the log
+// start offset, by_duration the first offset written within the duration
+// before now (the high watermark when there is none), as Kafka's
+// SharePartition.initialize and ShareFetchUtils.offsetForDuration. The
+// new start offset is then in the first Ready. Persisted records that lie
+// below the log start offset are dropped.
+func (p *Partition) Initialize(now time.Time, persisted *SnapshotValue, log LogOffsets) error {
+	p.recs, p.dirty, p.startMoved = nil, map[int64]bool{}, false
+	if persisted != nil && persisted.StartOffset >= 0 {
+		p.start = persisted.StartOffset
+		var end int64 = p.start
+		for _, b := range persisted.StateBatches {
+			if b.LastOffset+1 > end {
+				end = b.LastOffset + 1
+			}
+		}
+		p.recs = make([]record, end-p.start)
+		for _, b := range persisted.StateBatches {
+			for o := max(b.FirstOffset, p.start); o <= b.LastOffset; o++ {
+				st := RecordState(b.DeliveryState)
+				if st == Acquired {
+					st = Available
+				}
+				p.recs[o-p.start] = record{state: st, count: b.DeliveryCount}
+			}
+		}
+		p.initialized = true
+		if log.LogStartOffset > p.start {
+			p.moveStart(log.LogStartOffset)
+		}
+		p.advance()
+		return nil
+	}
+	start, err := p.resetOffset(now, log)
+	if err != nil {
+		return err
+	}
+	p.start, p.initialized, p.startMoved = start, true, true
+	return nil
+}
+
+func (p *Partition) resetOffset(now time.Time, log LogOffsets) (int64, error) {
+	policy := p.cfg.AutoOffsetReset
+	switch {
+	case policy == ResetLatest:
+		return log.HighWatermark, nil
+	case policy == ResetEarliest:
+		return log.LogStartOffset, nil
+	case strings.HasPrefix(policy, ResetByDuration):
+		d, err := ParseISODuration(strings.TrimPrefix(policy, ResetByDuration))
+		if err != nil {
+			return 0, fmt.Errorf("share.auto.offset.reset %q: %w", policy, err)
+		}
+		if log.OffsetForTimestamp != nil {
+			if o := log.OffsetForTimestamp(now.Add(-d).UnixMilli()); o >= 0 {
+				return o, nil
+			}
+		}
+		return log.HighWatermark, nil
+	}
+	return 0, fmt.Errorf("share.auto.offset.reset %q: not latest, earliest or by_duration:<ISO-8601 duration>", policy)
+}
+
+// ParseISODuration parses the ISO-8601 durations of Java's
+// Duration.parse that by_duration takes: PnDTnHnMn.nS, each part optional
+// but at least one present, none negative.
+func ParseISODuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("invalid ISO-8601 duration %q", s)
+	if !strings.HasPrefix(s, "P") || len(s) < 3 {
+		return 0, bad
+	}
+	s = s[1:]
+	var total time.Duration
+	units := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute, 'S': time.Second}
+	inTime := false
+	order := "D"
+	for s != "" {
+		if s[0] == 'T' {
+			if inTime || len(s) == 1 {
+				return 0, bad
+			}
+			inTime, order, s = true, "HMS", s[1:]
+			continue
+		}
+		i := strings.IndexAny(s, "DHMS")
+		if i <= 0 {
+			return 0, bad
+		}
+		unit := s[i]
+		j := strings.IndexByte(order, unit)
+		if j < 0 || (unit != 'S' && strings.Contains(s[:i], ".")) {
+			return 0, bad
+		}
+		order = order[j+1:]
+		v, err := strconv.ParseFloat(s[:i], 64)
+		if err != nil || v < 0 || strings.ContainsAny(s[:i], "+-eE") {
+			return 0, bad
+		}
+		total += time.Duration(v * float64(units[unit]))
+		s = s[i+1:]
+	}
+	return total, nil
+}
+
+// StartOffset returns the SPSO.
+func (p *Partition) StartOffset() int64 { return p.start }
+
+// EndOffset returns the SPEO: the last offset in flight, or the SPSO when
+// none is.
+func (p *Partition) EndOffset() int64 {
+	if len(p.recs) == 0 {
+		return p.start
+	}
+	return p.end() - 1
+}
+
+func (p *Partition) end() int64 { return p.start + int64(len(p.recs)) }
+
+// NextFetchOffset returns where the next share fetch reads the log: the
+// first Available record in flight, or the offset after the window.
+func (p *Partition) NextFetchOffset() int64 {
+	for i, r := range p.recs {
+		if r.state == Available {
+			return p.start + int64(i)
+		}
+	}
+	return p.end()
+}
+
+// Record returns the state, delivery count and owner of an in-flight
+// offset; ok is false outside the window.
+func (p *Partition) Record(offset int64) (state RecordState, count int16, member string, ok bool) {
+	if offset < p.start || offset >= p.end() {
+		return 0, 0, "", false
+	}
+	r := p.recs[offset-p.start]
+	return r.state, r.count, r.member, true
+}
+
+// DeliveryCompleteCount returns how many in-flight records are
+// Acknowledged or Archived (KIP-1226).
+func (p *Partition) DeliveryCompleteCount() int32 {
+	n := int32(0)
+	for _, r := range p.recs {
+		if r.state.terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// Acquire acquires, for member, up to maxRecords Available records of the
+// fetched batches, each under a lock of group.share.record.lock.duration.ms,
+// and returns them as runs. Records past the window extend it while
+// fewer than group.share.partition.max.record.locks records are in
+// flight; records already in it are acquired again when they are
+// Available. Control records, and under read_committed the records of
+// aborted transactions, are archived without being delivered; offsets the
+// log skipped (compaction) are archived too.
+func (p *Partition) Acquire(now time.Time, member string, batches []Batch, aborted []AbortedTxn, maxRecords int) ([]AcquiredRecords, error) {
+	if !p.initialized {
+		return nil, ErrNotInitialized
+	}
+	var out []AcquiredRecords
+	n := 0
+	open := map[int64]bool{} // producers inside an aborted transaction
+	for _, b := range batches {
+		isAborted := false
+		if p.cfg.ReadCommitted && (b.Transactional || b.Control) {
+			for _, a := range aborted {
+				if a.ProducerID == b.ProducerID && a.FirstOffset <= b.LastOffset {
+					open[a.ProducerID] = true
+				}
+			}
+			isAborted = b.Transactional && !b.Control && open[b.ProducerID]
+		}
+		for o := max(b.BaseOffset, p.start); o <= b.LastOffset; o++ {
+			if n >= maxRecords {
+				return out, nil
+			}
+			if o >= p.end() {
+				if len(p.recs) >= p.cfg.MaxRecordLocks {
+					return out, nil
+				}
+				for p.end() < o {
+					p.recs = append(p.recs, record{state: Archived})
+					p.dirty[p.end()-1] = true
+				}
+				p.recs = append(p.recs, record{state: Available})
+			}
+			r := &p.recs[o-p.start]
+			if r.state != Available {
+				continue
+			}
+			if b.Control || isAborted {
+				r.state = Archived
+				p.dirty[o] = true
+				continue
+			}
+			r.state, r.member, r.lockUntil = Acquired, member, now.Add(p.cfg.LockDuration)
+			r.count++
+			n++
+			if l := len(out) - 1; l >= 0 && out[l].LastOffset+1 == o && out[l].DeliveryCount == r.count {
+				out[l].LastOffset = o
+			} else {
+				out = append(out, AcquiredRecords{FirstOffset: o, LastOffset: o, DeliveryCount: r.count})
+			}
+		}
+		if b.Control {
+			delete(open, b.ProducerID)
+		}
+	}
+	p.advance()
+	return out, nil
+}
+
+// Acknowledge applies a member's acknowledgements, all or none, as Kafka's
+// SharePartition.acknowledge: Accept acknowledges, Reject and Gap archive,
+// Release makes the record Available again (Archived once its delivery
+// count has reached group.share.delivery.count.limit). Every offset must
+// be in flight and Acquired by member, or the whole call fails with
+// INVALID_RECORD_STATE; malformed batches fail with INVALID_REQUEST.
+func (p *Partition) Acknowledge(now time.Time, member string, acks []Ack) error {
+	if !p.initialized {
+		return ErrNotInitialized
+	}
+	prev := int64(-1)
+	for _, a := range acks {
+		if a.FirstOffset > a.LastOffset {
+			return ackErr(kerr.InvalidRequest, "first offset %d is after last offset %d", a.FirstOffset, a.LastOffset)
+		}
+		if a.FirstOffset <= prev {
+			return ackErr(kerr.InvalidRequest, "acknowledgement batches overlap or are out of order at offset %d", a.FirstOffset)
+		}
+		prev = a.LastOffset
+		if len(a.Types) != 1 && int64(len(a.Types)) != a.LastOffset-a.FirstOffset+1 {
+			return ackErr(kerr.InvalidRequest, "batch %d-%d has %d acknowledge types", a.FirstOffset, a.LastOffset, len(a.Types))
+		}
+		for _, t := range a.Types {
+			if t < AckGap || t > AckReject {
+				return ackErr(kerr.InvalidRequest, "invalid acknowledge type %d", t)
+			}
+		}
+		if a.FirstOffset < p.start || a.LastOffset >= p.end() {
+			return ackErr(kerr.InvalidRecordState, "batch %d-%d is not in flight (%d-%d)", a.FirstOffset, a.LastOffset, p.start, p.end()-1)
+		}
+		for o := a.FirstOffset; o <= a.LastOffset; o++ {
+			r := p.recs[o-p.start]
+			if r.state != Acquired {
+				return ackErr(kerr.InvalidRecordState, "offset %d is %s, not acquired", o, r.state)
+			}
+			if r.member != member {
+				return ackErr(kerr.InvalidRecordState, "member %s is not the owner of offset %d", member, o)
+			}
+		}
+	}
+	for _, a := range acks {
+		for o := a.FirstOffset; o <= a.LastOffset; o++ {
+			t := a.Types[0]
+			if len(a.Types) > 1 {
+				t = a.Types[o-a.FirstOffset]
+			}
+			r := &p.recs[o-p.start]
+			switch t {
+			case AckAccept:
+				r.state = Acknowledged
+			case AckRelease:
+				r.state = p.releasedState(r.count)
+			default:
+				r.state = Archived
+			}
+			r.member, r.lockUntil = "", time.Time{}
+			p.dirty[o] = true
+		}
+	}
+	p.advance()
+	return nil
+}
+
+// releasedState is where a released or expired record goes: Available,
+// or Archived once its delivery count has reached the limit (Kafka's
+// InFlightState.startStateTransition with DeliveryCountOps.NO_OP).
+func (p *Partition) releasedState(count int16) RecordState {
+	if count >= p.cfg.DeliveryCountLimit {
+		return Archived
+	}
+	return Available
+}
+
+// ReleaseMember makes every record member holds Available again, as when
+// its share session closes or it leaves the group (Kafka's
+// SharePartition.releaseAcquiredRecords): the records were not delivered,
+// so their delivery count goes back down (DeliveryCountOps.DECREASE) and
+// none is archived for it.
+func (p *Partition) ReleaseMember(member string) {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && r.member == member {
+			r.state, r.member, r.lockUntil = Available, "", time.Time{}
+			if r.count > 0 {
+				r.count--
+			}
+			p.dirty[p.start+int64(i)] = true
+		}
+	}
+	p.advance()
+}
+
+// Tick expires the acquisition locks due at now: each such record is
+// Available again, or Archived past the delivery count limit.
+func (p *Partition) Tick(now time.Time) {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && !now.Before(r.lockUntil) {
+			r.state, r.member, r.lockUntil = p.releasedState(r.count), "", time.Time{}
+			p.dirty[p.start+int64(i)] = true
+		}
+	}
+	p.advance()
+}
+
+// NextDeadline returns the earliest lock expiry, or the zero time.
+func (p *Partition) NextDeadline() time.Time {
+	var min time.Time
+	for _, r := range p.recs {
+		if r.state == Acquired && (min.IsZero() || r.lockUntil.Before(min)) {
+			min = r.lockUntil
+		}
+	}
+	return min
+}
+
+// advance moves the SPSO past the prefix of Acknowledged and Archived
+// records, as Kafka's maybeUpdateCachedStateAndOffsets.
+func (p *Partition) advance() {
+	i := 0
+	for i < len(p.recs) && p.recs[i].state.terminal() {
+		i++
+	}
+	if i > 0 {
+		p.moveStart(p.start + int64(i))
+	}
+}
+
+func (p *Partition) moveStart(to int64) {
+	if to >= p.end() {
+		p.recs = nil
+	} else {
+		p.recs = p.recs[to-p.start:]
+	}
+	p.start, p.startMoved = to, true
+	for o := range p.dirty {
+		if o < to {
+			delete(p.dirty, o)
+		}
+	}
+}
+
+// StateWrite is what a share-partition asks to persist through
+// WriteShareGroupState: the start offset when it moved (else -1), the
+// count of completed deliveries, and the runs of records whose state
+// changed, in their current state.
+type StateWrite struct {
+	StartOffset           int64
+	DeliveryCompleteCount int32
+	StateBatches          []StateBatch
+}
+
+// Ready returns and clears the state to persist since the last call, or
+// nil when nothing changed. Records acquired again since they changed are
+// left out: acquisition is not persisted.
+func (p *Partition) Ready() *StateWrite {
+	if len(p.dirty) == 0 && !p.startMoved {
+		return nil
+	}
+	w := &StateWrite{StartOffset: -1, DeliveryCompleteCount: p.DeliveryCompleteCount()}
+	if p.startMoved {
+		w.StartOffset = p.start
+	}
+	for i, r := range p.recs {
+		o := p.start + int64(i)
+		if !p.dirty[o] || r.state == Acquired {
+			continue
+		}
+		if l := len(w.StateBatches) - 1; l >= 0 && w.StateBatches[l].LastOffset+1 == o &&
+			w.StateBatches[l].DeliveryState == int8(r.state) && w.StateBatches[l].DeliveryCount == r.count {
+			w.StateBatches[l].LastOffset = o
+			continue
+		}
+		w.StateBatches = append(w.StateBatches, StateBatch{FirstOffset: o, LastOffset: o, DeliveryState: int8(r.state), DeliveryCount: r.count})
+	}
+	p.dirty, p.startMoved = map[int64]bool{}, false
+	return w
+}
