@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,8 @@ func (s RecordState) String() string {
 func (s RecordState) terminal() bool { return s == Acknowledged || s == Archived }
 
 // AckType is an acknowledgement type of ShareFetch and ShareAcknowledge
-// (Kafka's AcknowledgeType); Gap acknowledges an offset with no record.
+// (Kafka's AcknowledgeType); Gap acknowledges an offset with no record,
+// Renew (KIP-1222, Kafka 4.2) keeps a record acquired under a fresh lock.
 type AckType int8
 
 // The acknowledgement types.
@@ -51,6 +53,7 @@ const (
 	AckAccept  AckType = 1
 	AckRelease AckType = 2
 	AckReject  AckType = 3
+	AckRenew   AckType = 4
 )
 
 // Auto offset reset policies of share.auto.offset.reset.
@@ -337,6 +340,18 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 	if !p.initialized {
 		return nil, ErrNotInitialized
 	}
+	// As Kafka's lastOffsetAndMaxRecordsToAcquire: at most the room left
+	// under the record lock limit; with none left, only records already in
+	// flight (released or expired ones) are acquired again.
+	last := int64(math.MaxInt64)
+	limit := min(maxRecords, p.cfg.MaxRecordLocks-len(p.recs))
+	if limit <= 0 {
+		from := p.NextFetchOffset()
+		if from >= p.end() {
+			return nil, nil
+		}
+		limit, last = min(maxRecords, int(p.end()-from)), p.end()-1
+	}
 	var out []AcquiredRecords
 	n := 0
 	open := map[int64]bool{} // producers inside an aborted transaction
@@ -350,14 +365,11 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 			}
 			isAborted = b.Transactional && !b.Control && open[b.ProducerID]
 		}
-		for o := max(b.BaseOffset, p.start); o <= b.LastOffset; o++ {
-			if n >= maxRecords {
-				return out, nil
+		for o := max(b.BaseOffset, p.start); o <= min(b.LastOffset, last); o++ {
+			if n >= limit {
+				return out, p.acquired()
 			}
 			if o >= p.end() {
-				if len(p.recs) >= p.cfg.MaxRecordLocks {
-					return out, nil
-				}
 				for p.end() < o {
 					p.recs = append(p.recs, record{state: Archived})
 					p.dirty[p.end()-1] = true
@@ -373,6 +385,13 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 				p.dirty[o] = true
 				continue
 			}
+			// A record on its last delivery attempt is delivered alone,
+			// so that one bad record does not use up the attempts of
+			// others (Kafka's acquireSubsetBatchRecords).
+			lastAttempt := p.cfg.DeliveryCountLimit > 2 && r.count == p.cfg.DeliveryCountLimit-1
+			if lastAttempt && n > 0 {
+				return out, p.acquired()
+			}
 			r.state, r.member, r.lockUntil = Acquired, member, now.Add(p.cfg.LockDuration)
 			r.count++
 			n++
@@ -381,21 +400,31 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 			} else {
 				out = append(out, AcquiredRecords{FirstOffset: o, LastOffset: o, DeliveryCount: r.count})
 			}
+			if lastAttempt {
+				return out, p.acquired()
+			}
 		}
 		if b.Control {
 			delete(open, b.ProducerID)
 		}
 	}
+	return out, p.acquired()
+}
+
+// acquired ends an Acquire: archived control and aborted records may have
+// completed a prefix.
+func (p *Partition) acquired() error {
 	p.advance()
-	return out, nil
+	return nil
 }
 
 // Acknowledge applies a member's acknowledgements, all or none, as Kafka's
 // SharePartition.acknowledge: Accept acknowledges, Reject and Gap archive,
 // Release makes the record Available again (Archived once its delivery
-// count has reached group.share.delivery.count.limit). Every offset must
-// be in flight and Acquired by member, or the whole call fails with
-// INVALID_RECORD_STATE; malformed batches fail with INVALID_REQUEST.
+// count has reached group.share.delivery.count.limit), Renew restarts its
+// lock. Every offset at or past the SPSO must be Acquired by member, or
+// the whole call fails with INVALID_RECORD_STATE; malformed batches, and
+// offsets past the records in flight, fail with INVALID_REQUEST.
 func (p *Partition) Acknowledge(now time.Time, member string, acks []Ack) error {
 	if !p.initialized {
 		return ErrNotInitialized
@@ -413,30 +442,42 @@ func (p *Partition) Acknowledge(now time.Time, member string, acks []Ack) error 
 			return ackErr(kerr.InvalidRequest, "batch %d-%d has %d acknowledge types", a.FirstOffset, a.LastOffset, len(a.Types))
 		}
 		for _, t := range a.Types {
-			if t < AckGap || t > AckReject {
+			if t < AckGap || t > AckRenew {
 				return ackErr(kerr.InvalidRequest, "invalid acknowledge type %d", t)
 			}
 		}
-		if a.FirstOffset < p.start || a.LastOffset >= p.end() {
-			return ackErr(kerr.InvalidRecordState, "batch %d-%d is not in flight (%d-%d)", a.FirstOffset, a.LastOffset, p.start, p.end()-1)
+		// As Kafka's fetchSubMapForAcknowledgementBatch: offsets the SPSO
+		// has passed are skipped, but a batch wholly below it, or past
+		// the records in flight, is not found.
+		switch {
+		case a.LastOffset < p.start:
+			return ackErr(kerr.InvalidRecordState, "Batch record not found. The request batch offsets are not found in the cache.")
+		case a.FirstOffset >= p.end():
+			return ackErr(kerr.InvalidRequest, "Batch record not found. The first offset in request is past acquired records.")
+		case a.LastOffset >= p.end():
+			return ackErr(kerr.InvalidRequest, "Batch record not found. The last offset in request is past acquired records.")
 		}
-		for o := a.FirstOffset; o <= a.LastOffset; o++ {
+		for o := max(a.FirstOffset, p.start); o <= a.LastOffset; o++ {
 			r := p.recs[o-p.start]
 			if r.state != Acquired {
-				return ackErr(kerr.InvalidRecordState, "offset %d is %s, not acquired", o, r.state)
+				return ackErr(kerr.InvalidRecordState, "The batch cannot be acknowledged. The batch is not in the acquired state.")
 			}
 			if r.member != member {
-				return ackErr(kerr.InvalidRecordState, "member %s is not the owner of offset %d", member, o)
+				return ackErr(kerr.InvalidRecordState, "Member is not the owner of batch record")
 			}
 		}
 	}
 	for _, a := range acks {
-		for o := a.FirstOffset; o <= a.LastOffset; o++ {
+		for o := max(a.FirstOffset, p.start); o <= a.LastOffset; o++ {
 			t := a.Types[0]
 			if len(a.Types) > 1 {
 				t = a.Types[o-a.FirstOffset]
 			}
 			r := &p.recs[o-p.start]
+			if t == AckRenew {
+				r.lockUntil = now.Add(p.cfg.LockDuration)
+				continue
+			}
 			switch t {
 			case AckAccept:
 				r.state = Acknowledged

@@ -430,6 +430,8 @@ func ackType(t *testing.T, s string) AckType {
 		return AckRelease
 	case "reject":
 		return AckReject
+	case "renew":
+		return AckRenew
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
