@@ -3,6 +3,7 @@ package share
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
@@ -83,9 +84,11 @@ type shareGroup struct {
 	assignmentEpoch int32
 	members         map[string]*shareMember
 	target          map[string]Assignment
-	// subMeta fingerprints the subscribed topics' ids and partition
-	// counts; a change bumps the group epoch (Kafka keeps a MetadataHash).
-	subMeta string
+	// metadataHash hashes the subscribed topics' names, ids and
+	// partition counts; a change bumps the group epoch, as Kafka's
+	// MetadataHash does. It is persisted in ShareGroupMetadataValue, so a
+	// change while the coordinator was down is noticed after a load.
+	metadataHash int64
 }
 
 // Groups is the share group coordinator of Kafka's GroupMetadataManager
@@ -244,12 +247,12 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 		bump = old == nil || !slices.Equal(old.subscribed, mem.subscribed)
 	}
 	g.members[mem.id] = &mem
-	if meta := c.subscriptionMeta(g); meta != g.subMeta {
-		g.subMeta, bump = meta, true
+	if h := c.metadataHash(g); h != g.metadataHash {
+		g.metadataHash, bump = h, true
 	}
 	if bump {
 		g.epoch++
-		c.record(g.id, GroupKey{Type: RecordShareGroupMetadata, Group: g.id}, encodeEpochValue(g.epoch))
+		c.recordEpoch(g)
 	}
 	// 2. A new target assignment when the group epoch passed it.
 	if g.epoch > g.assignmentEpoch {
@@ -293,9 +296,11 @@ func sortedUnique(in []string) []string {
 	return slices.Compact(out)
 }
 
-// subscriptionMeta fingerprints the topics the group's members subscribe
-// to, as they exist in the metadata image.
-func (c *Groups) subscriptionMeta(g *shareGroup) string {
+// metadataHash hashes the topics the group's members subscribe to, as they
+// exist in the metadata image: 0 when none does. Kafka hashes the same
+// facts with Murmur3 (and racks); Cascade's FNV-1a hash differs, so a
+// Kafka coordinator taking over a Cascade group bumps its epoch once.
+func (c *Groups) metadataHash(g *shareGroup) int64 {
 	names := map[string]bool{}
 	for _, m := range g.members {
 		for _, t := range m.subscribed {
@@ -308,7 +313,16 @@ func (c *Groups) subscriptionMeta(g *shareGroup) string {
 			fmt.Fprintf(&b, "%s/%x/%d;", n, t.ID, t.Partitions)
 		}
 	}
-	return b.String()
+	if b.Len() == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b.String()))
+	return int64(h.Sum64())
+}
+
+func (c *Groups) recordEpoch(g *shareGroup) {
+	c.record(g.id, GroupKey{Type: RecordShareGroupMetadata, Group: g.id}, EncodeGroupMetadataValue(GroupMetadataValue{Epoch: g.epoch, MetadataHash: g.metadataHash}))
 }
 
 // updateTarget computes the group's target assignment at its epoch and
@@ -335,7 +349,8 @@ func (c *Groups) updateTarget(g *shareGroup) {
 	}
 	g.target = next
 	g.assignmentEpoch = g.epoch
-	c.record(g.id, GroupKey{Type: RecordShareGroupTargetMetadata, Group: g.id}, encodeEpochValue(g.assignmentEpoch))
+	c.record(g.id, GroupKey{Type: RecordShareGroupTargetMetadata, Group: g.id}, EncodeTargetMetadataValue(TargetMetadataValue{
+		AssignmentEpoch: g.assignmentEpoch, AssignmentTimestamp: c.now.UnixMilli()}))
 }
 
 // fence removes a member, as Kafka's shareGroupFenceMember: tombstones of
@@ -347,9 +362,9 @@ func (c *Groups) fence(g *shareGroup, m *shareMember) {
 	}
 	delete(g.members, m.id)
 	delete(g.target, m.id)
-	g.subMeta = c.subscriptionMeta(g)
+	g.metadataHash = c.metadataHash(g)
 	g.epoch++
-	c.record(g.id, GroupKey{Type: RecordShareGroupMetadata, Group: g.id}, encodeEpochValue(g.epoch))
+	c.recordEpoch(g)
 	c.out.Left = append(c.out.Left, MemberLeft{Group: g.id, Member: m.id})
 }
 
@@ -425,10 +440,16 @@ func (c *Groups) Replay(key, value []byte) (ok bool, err error) {
 			delete(c.groups, k.Group)
 			return true, nil
 		}
-		g.epoch, err = decodeEpochValue(value)
+		var v GroupMetadataValue
+		if v, err = DecodeGroupMetadataValue(value); err == nil {
+			g.epoch, g.metadataHash = v.Epoch, v.MetadataHash
+		}
 	case RecordShareGroupTargetMetadata:
 		if value != nil {
-			g.assignmentEpoch, err = decodeEpochValue(value)
+			var v TargetMetadataValue
+			if v, err = DecodeTargetMetadataValue(value); err == nil {
+				g.assignmentEpoch = v.AssignmentEpoch
+			}
 		}
 	case RecordShareGroupMemberMetadata:
 		if value == nil {
@@ -469,8 +490,7 @@ func (c *Groups) Replay(key, value []byte) (ok bool, err error) {
 }
 
 // LoadComplete is called after the caller has replayed the log: members
-// get fresh session deadlines and groups their subscription fingerprint,
-// as Kafka does when it loads a partition. A member left with a current
+// get fresh session deadlines, as Kafka does when it loads a partition. A member left with a current
 // assignment but no metadata record (its tombstone came later) is
 // dropped.
 func (c *Groups) LoadComplete(now time.Time) {
@@ -483,7 +503,6 @@ func (c *Groups) LoadComplete(now time.Time) {
 			}
 			m.sessionDeadline = now.Add(c.cfg.SessionTimeout)
 		}
-		g.subMeta = c.subscriptionMeta(g)
 	}
 }
 

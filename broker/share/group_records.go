@@ -91,24 +91,71 @@ func DecodeGroupKey(b []byte) (k GroupKey, ok bool, err error) {
 	return k, true, r.end()
 }
 
-// encodeEpochValue encodes ShareGroupMetadataValue or
-// ShareGroupTargetAssignmentMetadataValue: version 0, one int32 epoch, no
-// tags. Kafka 4.1's tagged MetadataHash of ShareGroupMetadataValue is not
-// written (its default, 0, is what a reader then sees).
-func encodeEpochValue(epoch int32) []byte {
+// GroupMetadataValue is Kafka's ShareGroupMetadataValue v0: the group
+// epoch and the hash of the subscribed topics' metadata (KIP-1101), both
+// plain fields.
+type GroupMetadataValue struct {
+	Epoch        int32
+	MetadataHash int64
+}
+
+// EncodeGroupMetadataValue encodes a ShareGroupMetadataValue v0.
+func EncodeGroupMetadataValue(v GroupMetadataValue) []byte {
 	var w writer
 	w.int16(0)
-	w.int32(epoch)
+	w.int32(v.Epoch)
+	w.int64(v.MetadataHash)
 	w.uvarint(0)
 	return w
 }
 
-func decodeEpochValue(b []byte) (int32, error) {
+// DecodeGroupMetadataValue decodes a ShareGroupMetadataValue v0.
+func DecodeGroupMetadataValue(b []byte) (GroupMetadataValue, error) {
 	r := reader{b: b}
-	r.version("share group epoch value")
-	e := r.int32()
+	r.version("ShareGroupMetadataValue")
+	v := GroupMetadataValue{Epoch: r.int32(), MetadataHash: r.int64()}
 	r.tags(nil)
-	return e, r.end()
+	return v, r.end()
+}
+
+// TargetMetadataValue is Kafka's ShareGroupTargetAssignmentMetadataValue
+// v0; AssignmentTimestamp (KIP-1263, Kafka 4.3) is its tagged field 0,
+// not written when 0.
+type TargetMetadataValue struct {
+	AssignmentEpoch     int32
+	AssignmentTimestamp int64
+}
+
+// EncodeTargetMetadataValue encodes a
+// ShareGroupTargetAssignmentMetadataValue v0.
+func EncodeTargetMetadataValue(v TargetMetadataValue) []byte {
+	var w writer
+	w.int16(0)
+	w.int32(v.AssignmentEpoch)
+	if v.AssignmentTimestamp == 0 {
+		w.uvarint(0)
+		return w
+	}
+	w.uvarint(1)
+	w.uvarint(0)
+	w.uvarint(8)
+	w.int64(v.AssignmentTimestamp)
+	return w
+}
+
+// DecodeTargetMetadataValue decodes a
+// ShareGroupTargetAssignmentMetadataValue v0.
+func DecodeTargetMetadataValue(b []byte) (TargetMetadataValue, error) {
+	r := reader{b: b}
+	r.version("ShareGroupTargetAssignmentMetadataValue")
+	v := TargetMetadataValue{AssignmentEpoch: r.int32()}
+	r.tags(func(tag int, body *reader) {
+		if tag == 0 {
+			v.AssignmentTimestamp = body.int64()
+			body.err = body.end()
+		}
+	})
+	return v, r.end()
 }
 
 // EncodeMemberMetadataValue encodes a ShareGroupMemberMetadataValue v0.

@@ -91,8 +91,14 @@ func TestGroupRecordsRoundTrip(t *testing.T) {
 	if got, err := DecodeCurrentAssignmentValue(EncodeCurrentAssignmentValue(c)); err != nil || !reflect.DeepEqual(got, c) {
 		t.Errorf("current: %+v %v", got, err)
 	}
-	if e, err := decodeEpochValue(encodeEpochValue(12)); err != nil || e != 12 {
-		t.Errorf("epoch: %d %v", e, err)
+	gm := GroupMetadataValue{Epoch: 12, MetadataHash: -5}
+	if got, err := DecodeGroupMetadataValue(EncodeGroupMetadataValue(gm)); err != nil || got != gm {
+		t.Errorf("group metadata: %+v %v", got, err)
+	}
+	for _, tm := range []TargetMetadataValue{{AssignmentEpoch: 3}, {AssignmentEpoch: 4, AssignmentTimestamp: 1_700_000_000_000}} {
+		if got, err := DecodeTargetMetadataValue(EncodeTargetMetadataValue(tm)); err != nil || got != tm {
+			t.Errorf("target metadata %+v: %+v %v", tm, got, err)
+		}
 	}
 	for _, k := range []GroupKey{{Type: RecordShareGroupMetadata, Group: "g"}, {Type: RecordShareGroupTargetMember, Group: "g", Member: "m"}} {
 		if got, ok, err := DecodeGroupKey(EncodeGroupKey(k)); err != nil || !ok || got != k {
@@ -157,4 +163,58 @@ func FuzzDecode(f *testing.F) {
 		_, _, _ = DecodeStateKey(b)
 		_, _, _ = DecodeGroupKey(b)
 	})
+}
+
+// TestKafkaBytes compares Cascade's encoding with the bytes Apache Kafka
+// 4.4's generated classes (kafka-share-coordinator and
+// kafka-group-coordinator, MessageUtil.toVersionPrefixedByteBuffer and
+// toCoordinatorTypePrefixedByteBuffer) write for the same values, and
+// decodes those bytes back.
+func TestKafkaBytes(t *testing.T) {
+	id := [16]byte{0: 0xaa, 15: 0xbb}
+	id1 := [16]byte{15: 1}
+	cases := []struct {
+		name  string
+		got   []byte
+		kafka string
+		check func(b []byte) error
+	}{
+		{"ShareSnapshotValue", EncodeSnapshotValue(SnapshotValue{SnapshotEpoch: 1, StateEpoch: 2, LeaderEpoch: 3, StartOffset: 4, DeliveryCompleteCount: -1,
+			CreateTimestamp: 5, WriteTimestamp: 6, StateBatches: []StateBatch{{4, 6, 4, 3}}}),
+			"000000000001000000020000000300000000000000040000000000000005000000000000000602000000000000000400000000000000060400030000",
+			func(b []byte) error { _, err := DecodeSnapshotValue(b); return err }},
+		{"ShareUpdateKey", EncodeStateKey(RecordShareUpdate, StateKey{Group: "g1", TopicID: id, Partition: 3}),
+			"000100026731aa0000000000000000000000000000bb00000003",
+			func(b []byte) error { _, _, err := DecodeStateKey(b); return err }},
+		{"ShareUpdateValue", EncodeUpdateValue(UpdateValue{SnapshotEpoch: 2, LeaderEpoch: 5, StartOffset: 7, DeliveryCompleteCount: 1, StateBatches: []StateBatch{{8, 9, 2, 1}}}),
+			"00000000000200000005000000000000000702000000000000000800000000000000090200010001000400000001",
+			func(b []byte) error { _, err := DecodeUpdateValue(b); return err }},
+		{"ShareGroupCurrentMemberAssignmentKey", EncodeGroupKey(GroupKey{Type: RecordShareGroupCurrentMember, Group: "g", Member: "m"}),
+			"000e00016700016d",
+			func(b []byte) error { _, _, err := DecodeGroupKey(b); return err }},
+		{"ShareGroupCurrentMemberAssignmentValue", EncodeCurrentAssignmentValue(CurrentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3, Assigned: []TopicPartitions{{TopicID: id1, Partitions: []int32{0, 2}}}}),
+			"000000000004000000030002000000000000000000000000000000010300000000000000020000",
+			func(b []byte) error { _, err := DecodeCurrentAssignmentValue(b); return err }},
+		{"ShareGroupMetadataValue", EncodeGroupMetadataValue(GroupMetadataValue{Epoch: 12, MetadataHash: -5}),
+			"00000000000cfffffffffffffffb00",
+			func(b []byte) error { _, err := DecodeGroupMetadataValue(b); return err }},
+		{"ShareGroupTargetAssignmentMetadataValue", EncodeTargetMetadataValue(TargetMetadataValue{AssignmentEpoch: 4, AssignmentTimestamp: 1_700_000_000_000}),
+			"0000000000040100080000018bcfe56800",
+			func(b []byte) error { _, err := DecodeTargetMetadataValue(b); return err }},
+		{"ShareGroupMemberMetadataValue", EncodeMemberMetadataValue(MemberMetadataValue{ClientID: "c", ClientHost: "/h", SubscribedTopics: []string{"a", "b"}}),
+			"0000000263032f68030261026200",
+			func(b []byte) error { _, err := DecodeMemberMetadataValue(b); return err }},
+		{"ShareGroupTargetAssignmentMemberValue", EncodeTargetMemberValue([]TopicPartitions{{TopicID: id1, Partitions: []int32{1}}}),
+			"0000020000000000000000000000000000000102000000010000",
+			func(b []byte) error { _, err := DecodeTargetMemberValue(b); return err }},
+	}
+	for _, c := range cases {
+		if got := hex.EncodeToString(c.got); got != c.kafka {
+			t.Errorf("%s\n got   %s\n kafka %s", c.name, got, c.kafka)
+		}
+		b, _ := hex.DecodeString(c.kafka)
+		if err := c.check(b); err != nil {
+			t.Errorf("%s: decoding Kafka's bytes: %v", c.name, err)
+		}
+	}
 }

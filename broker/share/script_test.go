@@ -505,11 +505,17 @@ func formatGroupRecord(r GroupRecord) string {
 	var name string
 	var val any = "<tombstone>"
 	switch k.Type {
-	case RecordShareGroupMetadata, RecordShareGroupTargetMetadata:
-		name = map[int16]string{RecordShareGroupMetadata: "share-epoch", RecordShareGroupTargetMetadata: "share-target-epoch"}[k.Type] + " " + k.Group
+	case RecordShareGroupMetadata:
+		name = "share-epoch " + k.Group
 		if r.Value != nil {
-			e, err := decodeEpochValue(r.Value)
-			val = fmt.Sprintf("%d err=%v", e, err)
+			v, err := DecodeGroupMetadataValue(r.Value)
+			val = fmt.Sprintf("%d hash=%t err=%v", v.Epoch, v.MetadataHash != 0, err)
+		}
+	case RecordShareGroupTargetMetadata:
+		name = "share-target-epoch " + k.Group
+		if r.Value != nil {
+			v, err := DecodeTargetMetadataValue(r.Value)
+			val = fmt.Sprintf("%d at=%d err=%v", v.AssignmentEpoch, v.AssignmentTimestamp, err)
 		}
 	case RecordShareGroupMemberMetadata:
 		name = "share-member " + k.Group + "/" + k.Member
