@@ -39,6 +39,19 @@ func (w *writer) compactString(s *string) {
 // arrayLen opens a COMPACT_ARRAY of n elements.
 func (w *writer) arrayLen(n int) { w.uvarint(n + 1) }
 
+// tag0 writes a tagged-field section: empty when body is nil, else tag 0
+// holding body. Every share record has at most that one tagged field.
+func (w *writer) tag0(body writer) {
+	if body == nil {
+		w.uvarint(0)
+		return
+	}
+	w.uvarint(1)
+	w.uvarint(0)
+	w.uvarint(len(body))
+	w.raw(body)
+}
+
 // reader decodes what writer encodes; the first failure sticks.
 type reader struct {
 	b   []byte

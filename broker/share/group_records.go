@@ -99,25 +99,6 @@ type GroupMetadataValue struct {
 	MetadataHash int64
 }
 
-// EncodeGroupMetadataValue encodes a ShareGroupMetadataValue v0.
-func EncodeGroupMetadataValue(v GroupMetadataValue) []byte {
-	var w writer
-	w.int16(0)
-	w.int32(v.Epoch)
-	w.int64(v.MetadataHash)
-	w.uvarint(0)
-	return w
-}
-
-// DecodeGroupMetadataValue decodes a ShareGroupMetadataValue v0.
-func DecodeGroupMetadataValue(b []byte) (GroupMetadataValue, error) {
-	r := reader{b: b}
-	r.version("ShareGroupMetadataValue")
-	v := GroupMetadataValue{Epoch: r.int32(), MetadataHash: r.int64()}
-	r.tags(nil)
-	return v, r.end()
-}
-
 // TargetMetadataValue is Kafka's ShareGroupTargetAssignmentMetadataValue
 // v0; AssignmentTimestamp (KIP-1263, Kafka 4.3) is its tagged field 0,
 // not written when 0.
@@ -126,36 +107,61 @@ type TargetMetadataValue struct {
 	AssignmentTimestamp int64
 }
 
+// The two epoch values are an int32 and an int64, plain in the group
+// metadata and tagged in the target metadata, so one codec serves both.
+
+func encodeEpochValue(epoch int32, x int64, tagged bool) []byte {
+	var w, tag writer
+	w.int16(0)
+	w.int32(epoch)
+	switch {
+	case !tagged:
+		w.int64(x)
+	case x != 0:
+		tag.int64(x)
+	}
+	w.tag0(tag)
+	return w
+}
+
+func decodeEpochValue(b []byte, name string, tagged bool) (epoch int32, x int64, err error) {
+	r := reader{b: b}
+	r.version(name)
+	epoch = r.int32()
+	if !tagged {
+		x = r.int64()
+	}
+	r.tags(func(tag int, body *reader) {
+		if tagged && tag == 0 {
+			x = body.int64()
+			body.err = body.end()
+		}
+	})
+	return epoch, x, r.end()
+}
+
+// EncodeGroupMetadataValue encodes a ShareGroupMetadataValue v0.
+func EncodeGroupMetadataValue(v GroupMetadataValue) []byte {
+	return encodeEpochValue(v.Epoch, v.MetadataHash, false)
+}
+
+// DecodeGroupMetadataValue decodes a ShareGroupMetadataValue v0.
+func DecodeGroupMetadataValue(b []byte) (GroupMetadataValue, error) {
+	e, h, err := decodeEpochValue(b, "ShareGroupMetadataValue", false)
+	return GroupMetadataValue{Epoch: e, MetadataHash: h}, err
+}
+
 // EncodeTargetMetadataValue encodes a
 // ShareGroupTargetAssignmentMetadataValue v0.
 func EncodeTargetMetadataValue(v TargetMetadataValue) []byte {
-	var w writer
-	w.int16(0)
-	w.int32(v.AssignmentEpoch)
-	if v.AssignmentTimestamp == 0 {
-		w.uvarint(0)
-		return w
-	}
-	w.uvarint(1)
-	w.uvarint(0)
-	w.uvarint(8)
-	w.int64(v.AssignmentTimestamp)
-	return w
+	return encodeEpochValue(v.AssignmentEpoch, v.AssignmentTimestamp, true)
 }
 
 // DecodeTargetMetadataValue decodes a
 // ShareGroupTargetAssignmentMetadataValue v0.
 func DecodeTargetMetadataValue(b []byte) (TargetMetadataValue, error) {
-	r := reader{b: b}
-	r.version("ShareGroupTargetAssignmentMetadataValue")
-	v := TargetMetadataValue{AssignmentEpoch: r.int32()}
-	r.tags(func(tag int, body *reader) {
-		if tag == 0 {
-			v.AssignmentTimestamp = body.int64()
-			body.err = body.end()
-		}
-	})
-	return v, r.end()
+	e, ts, err := decodeEpochValue(b, "ShareGroupTargetAssignmentMetadataValue", true)
+	return TargetMetadataValue{AssignmentEpoch: e, AssignmentTimestamp: ts}, err
 }
 
 // EncodeMemberMetadataValue encodes a ShareGroupMemberMetadataValue v0.

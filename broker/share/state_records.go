@@ -13,7 +13,7 @@ const (
 
 // tagDeliveryCompleteCount is the tag of DeliveryCompleteCount (KIP-1226,
 // Kafka 4.2) in ShareSnapshotValue and ShareUpdateValue.
-const tagDeliveryCompleteCount = 0
+const tagDeliveryCompleteCount = 0 // written by writer.tag0
 
 // StateKey names one share-partition: a share group's state of one
 // topic-partition. It is the body of ShareSnapshotKey and ShareUpdateKey.
@@ -109,14 +109,11 @@ func readStateBatches(r *reader) []StateBatch {
 // writeCompleteCount writes the tagged-field section of a share state
 // value: DeliveryCompleteCount when it is not the default -1.
 func writeCompleteCount(w *writer, n int32) {
-	if n == -1 {
-		w.uvarint(0)
-		return
+	var body writer
+	if n != -1 {
+		body.int32(n)
 	}
-	w.uvarint(1)
-	w.uvarint(tagDeliveryCompleteCount)
-	w.uvarint(4)
-	w.int32(n)
+	w.tag0(body)
 }
 
 func readCompleteCount(r *reader) int32 {
