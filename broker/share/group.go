@@ -221,7 +221,7 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 			return hbError(kerr.FencedMemberEpoch, fmt.Sprintf("The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", m.MemberEpoch, old.epoch))
 		}
 		if m.MemberEpoch < old.epoch && m.MemberEpoch != old.prevEpoch {
-			return hbError(kerr.FencedMemberEpoch, fmt.Sprintf("The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", m.MemberEpoch, old.epoch))
+			return hbError(kerr.FencedMemberEpoch, fmt.Sprintf("The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d), and it does not match the previous member epoch (%d). The member must abandon all its partitions and rejoin.", m.MemberEpoch, old.epoch, old.prevEpoch))
 		}
 	}
 
@@ -355,8 +355,11 @@ func (c *Groups) updateTarget(g *shareGroup) {
 
 // fence removes a member, as Kafka's shareGroupFenceMember: tombstones of
 // its current assignment, target assignment and metadata, then a bumped
-// group epoch so that the others are reassigned its partitions.
+// group epoch so that the others are reassigned its partitions. The last
+// member leaving also moves the target assignment epoch, with no
+// timestamp, as the empty group needs no assignment.
 func (c *Groups) fence(g *shareGroup, m *shareMember) {
+	last := len(g.members) == 1
 	for _, typ := range []int16{RecordShareGroupCurrentMember, RecordShareGroupTargetMember, RecordShareGroupMemberMetadata} {
 		c.record(g.id, GroupKey{Type: typ, Group: g.id, Member: m.id}, nil)
 	}
@@ -365,6 +368,10 @@ func (c *Groups) fence(g *shareGroup, m *shareMember) {
 	g.metadataHash = c.metadataHash(g)
 	g.epoch++
 	c.recordEpoch(g)
+	if last {
+		g.assignmentEpoch = g.epoch
+		c.record(g.id, GroupKey{Type: RecordShareGroupTargetMetadata, Group: g.id}, EncodeTargetMetadataValue(TargetMetadataValue{AssignmentEpoch: g.epoch}))
+	}
 	c.out.Left = append(c.out.Left, MemberLeft{Group: g.id, Member: m.id})
 }
 
