@@ -179,7 +179,17 @@ func (h *harness) run(line string) string {
 	case "logstart":
 		h.lso = scriptargs.Int(t, kv, "offset", 0)
 		return "ok"
+	case "initstate":
+		// initstate start=N state=E: InitializeShareGroupState, as the
+		// group coordinator sends it before the first fetch.
+		h.initState(&b, scriptargs.Int(t, kv, "start", -1), int32(scriptargs.Int(t, kv, "state", 0)))
+		return strings.TrimRight(b.String(), "\n")
+	case "read":
+		return h.readState(int32(scriptargs.Int(t, kv, "leader", 0)))
 	case "init":
+		if _, ok := h.state.State(h.key()); !ok {
+			h.initState(&b, -1, 0)
+		}
 		h.p = NewPartition(h.pcfg)
 		var persisted *SnapshotValue
 		if v, ok := h.state.State(h.key()); ok {
@@ -337,7 +347,27 @@ func (h *harness) drain(b *strings.Builder) {
 	}
 }
 
-func (h *harness) stepState(b *strings.Builder, req *kmsg.WriteShareGroupStateRequest) {
+func (h *harness) initState(b *strings.Builder, start int64, stateEpoch int32) {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = hGroup
+	req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: h.key().TopicID,
+		Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StateEpoch: stateEpoch, StartOffset: start}}}}
+	h.stepState(b, req)
+}
+
+func (h *harness) readState(leader int32) string {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = hGroup
+	req.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: h.key().TopicID,
+		Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0, LeaderEpoch: leader}}}}
+	var b strings.Builder
+	h.stepState(&b, req)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// stepState feeds a share coordinator request, logs and prints its
+// records, and prints its errors (and, for a read, the state read).
+func (h *harness) stepState(b *strings.Builder, req kmsg.Request) {
 	h.nextID++
 	if err := h.state.Step(h.now, StateRequest{ID: h.nextID, Msg: req}); err != nil {
 		h.t.Fatalf("state step: %v", err)
@@ -347,12 +377,36 @@ func (h *harness) stepState(b *strings.Builder, req *kmsg.WriteShareGroupStateRe
 		h.stateLog = append(h.stateLog, r)
 		b.WriteString(formatStateRecord(r) + "\n")
 	}
+	report := func(code int16, msg *string) {
+		if code != 0 {
+			fmt.Fprintf(b, "error %s\n", strings.TrimSpace(kerr.TypedErrorForCode(code).Message+" "+deref(msg)))
+		}
+	}
 	for _, r := range rd.Replies {
-		resp := r.Msg.(*kmsg.WriteShareGroupStateResponse)
-		for _, tr := range resp.Topics {
-			for _, pr := range tr.Partitions {
-				if pr.ErrorCode != 0 {
-					fmt.Fprintf(b, "write error %s\n", strings.TrimSpace(kerr.ErrorForCode(pr.ErrorCode).Error()+" "+deref(pr.ErrorMessage)))
+		switch resp := r.Msg.(type) {
+		case *kmsg.WriteShareGroupStateResponse:
+			for _, tr := range resp.Topics {
+				for _, pr := range tr.Partitions {
+					report(pr.ErrorCode, pr.ErrorMessage)
+				}
+			}
+		case *kmsg.InitializeShareGroupStateResponse:
+			for _, tr := range resp.Topics {
+				for _, pr := range tr.Partitions {
+					report(pr.ErrorCode, pr.ErrorMessage)
+				}
+			}
+		case *kmsg.ReadShareGroupStateResponse:
+			for _, tr := range resp.Topics {
+				for _, pr := range tr.Partitions {
+					report(pr.ErrorCode, pr.ErrorMessage)
+					if pr.ErrorCode == 0 {
+						var bs []StateBatch
+						for _, sb := range pr.StateBatches {
+							bs = append(bs, StateBatch{sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount})
+						}
+						fmt.Fprintf(b, "read state-epoch=%d start=%d batches=%s\n", pr.StateEpoch, pr.StartOffset, formatBatches(bs))
+					}
 				}
 			}
 		}
@@ -479,12 +533,12 @@ func formatStateRecord(r StateRecord) string {
 	switch typ {
 	case RecordShareSnapshot:
 		v, err := DecodeSnapshotValue(r.Value)
-		return fmt.Sprintf("state p%d snapshot %s => snapshot-epoch=%d start=%d complete=%d batches=%s err=%v",
-			r.Partition, name, v.SnapshotEpoch, v.StartOffset, v.DeliveryCompleteCount, formatBatches(v.StateBatches), err)
+		return fmt.Sprintf("state p%d snapshot %s => snapshot-epoch=%d state-epoch=%d leader-epoch=%d start=%d complete=%d batches=%s err=%v",
+			r.Partition, name, v.SnapshotEpoch, v.StateEpoch, v.LeaderEpoch, v.StartOffset, v.DeliveryCompleteCount, formatBatches(v.StateBatches), err)
 	default:
 		v, err := DecodeUpdateValue(r.Value)
-		return fmt.Sprintf("state p%d update %s => snapshot-epoch=%d start=%d complete=%d batches=%s err=%v",
-			r.Partition, name, v.SnapshotEpoch, v.StartOffset, v.DeliveryCompleteCount, formatBatches(v.StateBatches), err)
+		return fmt.Sprintf("state p%d update %s => snapshot-epoch=%d leader-epoch=%d start=%d complete=%d batches=%s err=%v",
+			r.Partition, name, v.SnapshotEpoch, v.LeaderEpoch, v.StartOffset, v.DeliveryCompleteCount, formatBatches(v.StateBatches), err)
 	}
 }
 

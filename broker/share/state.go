@@ -37,7 +37,8 @@ type StateRecord struct {
 }
 
 // StateRequest is a share coordinator request fed to
-// StateCoordinator.Step: a WriteShareGroupState or ReadShareGroupState.
+// StateCoordinator.Step: an InitializeShareGroupState,
+// WriteShareGroupState or ReadShareGroupState.
 type StateRequest struct {
 	ID  uint64
 	Msg kmsg.Request
@@ -141,7 +142,9 @@ func (c *StateCoordinator) Step(now time.Time, r StateRequest) error {
 	case *kmsg.WriteShareGroupStateRequest:
 		c.write(now, r.ID, m)
 	case *kmsg.ReadShareGroupStateRequest:
-		c.read(r.ID, m)
+		c.read(now, r.ID, m)
+	case *kmsg.InitializeShareGroupStateRequest:
+		c.initialize(now, r.ID, m)
 	default:
 		return fmt.Errorf("%w: %T", ErrUnsupportedRequest, r.Msg)
 	}
@@ -167,19 +170,11 @@ func (c *StateCoordinator) write(now time.Time, id uint64, m *kmsg.WriteShareGro
 	c.out.Replies = append(c.out.Replies, Reply{ID: id, Msg: resp})
 }
 
-// writePartition validates one partition's write as Kafka's
-// ShareCoordinatorShard.maybeGetWriteStateError, then produces its record
-// as generateShareStateRecord: a snapshot for a share-partition seen for
-// the first time or past the update limit, an update otherwise.
+// writePartition validates one partition's write as Kafka 4.4's
+// ShareCoordinatorShard.maybeGetWriteStateError, then writes its record.
 func (c *StateCoordinator) writePartition(now time.Time, version int16, k StateKey, p kmsg.WriteShareGroupStateRequestTopicPartition) (int16, string) {
-	if k.Group == "" {
-		return kerr.InvalidRequest.Code, "Group id must be non-empty."
-	}
-	if k.TopicID == ([16]byte{}) {
-		return kerr.InvalidRequest.Code, "The topic id cannot be null."
-	}
-	if k.Partition < 0 {
-		return kerr.InvalidRequest.Code, "The partition id cannot be a negative number."
+	if code, msg := c.validate(k, p.LeaderEpoch, p.StateEpoch, "Write"); code != 0 {
+		return code, msg
 	}
 	batches := make([]StateBatch, 0, len(p.StateBatches))
 	for _, b := range p.StateBatches {
@@ -188,63 +183,78 @@ func (c *StateCoordinator) writePartition(now time.Time, version int16, k StateK
 		}
 		batches = append(batches, StateBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, DeliveryState: b.DeliveryState, DeliveryCount: b.DeliveryCount})
 	}
-	cur := c.state[k]
-	if cur != nil && p.LeaderEpoch != -1 && cur.LeaderEpoch > p.LeaderEpoch {
-		return kerr.FencedLeaderEpoch.Code, ""
-	}
-	if cur != nil && p.StateEpoch != -1 && cur.StateEpoch > p.StateEpoch {
-		return kerr.FencedStateEpoch.Code, ""
-	}
 	// DeliveryCompleteCount came with WriteShareGroupState v1 (Kafka
 	// 4.2); an older write carries none.
 	complete := p.DeliveryCompleteCount
 	if version < 1 {
 		complete = -1
 	}
-	var rec StateRecord
-	switch {
-	case cur == nil:
-		rec = c.snapshotRecord(k, SnapshotValue{
-			StateEpoch: p.StateEpoch, LeaderEpoch: p.LeaderEpoch, StartOffset: p.StartOffset,
-			DeliveryCompleteCount: complete, CreateTimestamp: now.UnixMilli(), WriteTimestamp: now.UnixMilli(),
-			StateBatches: mergeBatches(nil, batches, p.StartOffset),
-		})
-	case c.updates[k] >= c.cfg.SnapshotUpdateRecordsPerSnapshot:
-		v := *cur
-		v.SnapshotEpoch++
-		if p.LeaderEpoch != -1 {
-			v.LeaderEpoch = p.LeaderEpoch
-		}
-		if p.StateEpoch != -1 {
-			v.StateEpoch = p.StateEpoch
-		}
-		if p.StartOffset != -1 {
-			v.StartOffset = p.StartOffset
-		}
-		if complete != -1 {
-			v.DeliveryCompleteCount = complete
-		}
-		v.WriteTimestamp = now.UnixMilli()
-		v.StateBatches = mergeBatches(cur.StateBatches, batches, v.StartOffset)
-		rec = c.snapshotRecord(k, v)
-	default:
-		le := p.LeaderEpoch
-		if le == -1 {
-			le = cur.LeaderEpoch
-		}
-		start := p.StartOffset
-		if start == -1 {
-			start = cur.StartOffset
-		}
-		rec = StateRecord{Key: EncodeStateKey(RecordShareUpdate, k), Value: EncodeUpdateValue(UpdateValue{
-			SnapshotEpoch: cur.SnapshotEpoch, LeaderEpoch: le, StartOffset: p.StartOffset,
-			DeliveryCompleteCount: complete, StateBatches: mergeBatches(nil, batches, start),
-		})}
+	return c.apply(c.stateRecord(now, k, p.LeaderEpoch, p.StartOffset, complete, batches))
+}
+
+// validate checks the request fields and epochs of a write or read
+// (Kafka's maybeGetWriteStateError and maybeGetReadStateError): only an
+// initialized share-partition is written or read, and an older leader or
+// state epoch than the last one recorded is fenced. A stateEpoch of -1
+// is not checked (reads carry none).
+func (c *StateCoordinator) validate(k StateKey, leaderEpoch, stateEpoch int32, op string) (int16, string) {
+	cur := c.state[k]
+	if code, msg := validKey(k); code != 0 {
+		return code, msg
 	}
-	rec.Partition = StatePartitionFor(k, c.cfg.StateTopicPartitions)
-	if err := c.Replay(rec.Key, rec.Value); err != nil {
+	switch {
+	case leaderEpoch < 0:
+		return kerr.InvalidRequest.Code, "The leader epoch cannot be a negative number."
+	case stateEpoch < -1 || (op == "Write" && stateEpoch < 0):
+		return kerr.InvalidRequest.Code, "The state epoch cannot be a negative number."
+	case cur == nil:
+		return kerr.InvalidRequest.Code, op + " operation on uninitialized share partition not allowed."
+	case cur.LeaderEpoch > leaderEpoch:
+		return kerr.FencedLeaderEpoch.Code, ""
+	case stateEpoch >= 0 && cur.StateEpoch > stateEpoch:
+		return kerr.FencedStateEpoch.Code, ""
+	}
+	return 0, ""
+}
+
+// stateRecord is Kafka 4.4's generateShareStateRecord: the start offset
+// never moves back, the count of completed deliveries is the written one
+// when the start offset moved, the larger of the two when it held, and
+// the current one for a write from behind; past the update limit the
+// record is a whole snapshot with the next snapshot epoch.
+func (c *StateCoordinator) stateRecord(now time.Time, k StateKey, leaderEpoch int32, start int64, complete int32, batches []StateBatch) StateRecord {
+	cur := c.state[k]
+	newStart := max(start, cur.StartOffset)
+	switch {
+	case start == cur.StartOffset:
+		complete = max(complete, cur.DeliveryCompleteCount)
+	case start < cur.StartOffset:
+		complete = cur.DeliveryCompleteCount
+	}
+	if c.updates[k] >= c.cfg.SnapshotUpdateRecordsPerSnapshot {
+		return c.snapshotRecord(k, SnapshotValue{
+			SnapshotEpoch: cur.SnapshotEpoch + 1, StateEpoch: cur.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: newStart,
+			DeliveryCompleteCount: complete, CreateTimestamp: now.UnixMilli(), WriteTimestamp: now.UnixMilli(),
+			StateBatches: mergeBatches(cur.StateBatches, batches, newStart),
+		})
+	}
+	return StateRecord{Key: EncodeStateKey(RecordShareUpdate, k), Value: EncodeUpdateValue(UpdateValue{
+		SnapshotEpoch: cur.SnapshotEpoch, LeaderEpoch: leaderEpoch, StartOffset: newStart,
+		DeliveryCompleteCount: complete, StateBatches: mergeBatches(nil, batches, newStart),
+	})}
+}
+
+// apply places a record, replays it into the state (as Kafka's runtime
+// replays what a shard writes) and queues it for the log.
+func (c *StateCoordinator) apply(rec StateRecord) (int16, string) {
+	_, k, err := DecodeStateKey(rec.Key)
+	if err == nil {
+		err = c.Replay(rec.Key, rec.Value)
+	}
+	if err != nil {
 		return kerr.UnknownServerError.Code, err.Error()
 	}
+	rec.Partition = StatePartitionFor(k, c.cfg.StateTopicPartitions)
 	c.out.Records = append(c.out.Records, rec)
 	return 0, ""
 }
@@ -253,11 +263,67 @@ func (c *StateCoordinator) snapshotRecord(k StateKey, v SnapshotValue) StateReco
 	return StateRecord{Key: EncodeStateKey(RecordShareSnapshot, k), Value: EncodeSnapshotValue(v)}
 }
 
-// read answers ReadShareGroupState with the merged state. A partition the
-// coordinator has never seen answers StartOffset -1, as Kafka's
-// PartitionFactory.UNINITIALIZED_START_OFFSET; a read with an older leader
-// epoch than the last write is fenced.
-func (c *StateCoordinator) read(id uint64, m *kmsg.ReadShareGroupStateRequest) {
+// initialize is InitializeShareGroupState, by which the group coordinator
+// creates a share-partition's state before its first fetch: a snapshot
+// with the given state epoch and start offset, no batches, leader epoch
+// 0, and the next snapshot epoch when the share-partition had state
+// (Kafka's generateInitializeStateRecord).
+func (c *StateCoordinator) initialize(now time.Time, id uint64, m *kmsg.InitializeShareGroupStateRequest) {
+	resp := kmsg.NewPtrInitializeShareGroupStateResponse()
+	resp.Version = m.Version
+	resp.Topics = make([]kmsg.InitializeShareGroupStateResponseTopic, len(m.Topics))
+	for i, t := range m.Topics {
+		rt := &resp.Topics[i]
+		rt.TopicID = t.TopicID
+		rt.Partitions = make([]kmsg.InitializeShareGroupStateResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			rp := &rt.Partitions[j]
+			code, msg := c.initializePartition(now, StateKey{Group: m.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p)
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			if msg != "" {
+				rp.ErrorMessage = &msg
+			}
+		}
+	}
+	c.out.Replies = append(c.out.Replies, Reply{ID: id, Msg: resp})
+}
+
+// validKey refuses a null topic id and a negative partition.
+func validKey(k StateKey) (int16, string) {
+	switch {
+	case k.TopicID == ([16]byte{}):
+		return kerr.InvalidRequest.Code, "The topic id cannot be null."
+	case k.Partition < 0:
+		return kerr.InvalidRequest.Code, "The partition id cannot be a negative number."
+	}
+	return 0, ""
+}
+
+func (c *StateCoordinator) initializePartition(now time.Time, k StateKey, p kmsg.InitializeShareGroupStateRequestTopicPartition) (int16, string) {
+	cur := c.state[k]
+	if code, msg := validKey(k); code != 0 {
+		return code, msg
+	}
+	switch {
+	case p.StateEpoch < 0:
+		return kerr.InvalidRequest.Code, "The state epoch cannot be a negative number."
+	case cur != nil && cur.StateEpoch > p.StateEpoch:
+		return kerr.FencedStateEpoch.Code, ""
+	}
+	v := SnapshotValue{StateEpoch: p.StateEpoch, StartOffset: p.StartOffset, CreateTimestamp: now.UnixMilli(), WriteTimestamp: now.UnixMilli(), StateBatches: []StateBatch{}}
+	if cur != nil {
+		v.SnapshotEpoch = cur.SnapshotEpoch + 1
+	}
+	if p.StartOffset == -1 {
+		v.DeliveryCompleteCount = -1
+	}
+	return c.apply(c.snapshotRecord(k, v))
+}
+
+// read answers ReadShareGroupState with the merged state, as Kafka 4.4's
+// readStateAndMaybeUpdateLeaderEpoch: a read from a new leader epoch is
+// also written, so that the old leader's writes are fenced from then on.
+func (c *StateCoordinator) read(now time.Time, id uint64, m *kmsg.ReadShareGroupStateRequest) {
 	resp := kmsg.NewPtrReadShareGroupStateResponse()
 	resp.Version = m.Version
 	for _, t := range m.Topics {
@@ -265,18 +331,24 @@ func (c *StateCoordinator) read(id uint64, m *kmsg.ReadShareGroupStateRequest) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			v, ok := c.state[StateKey{Group: m.GroupID, TopicID: t.TopicID, Partition: p.Partition}]
-			switch {
-			case !ok:
-				rp.StateEpoch, rp.StartOffset = 0, -1
-			case p.LeaderEpoch != -1 && v.LeaderEpoch > p.LeaderEpoch:
-				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			default:
-				rp.StateEpoch, rp.StartOffset = v.StateEpoch, v.StartOffset
-				for _, b := range v.StateBatches {
-					rp.StateBatches = append(rp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
-						FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, DeliveryState: b.DeliveryState, DeliveryCount: b.DeliveryCount})
+			k := StateKey{Group: m.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			code, msg := c.validate(k, p.LeaderEpoch, -1, "Read")
+			if code == 0 && c.state[k].LeaderEpoch != p.LeaderEpoch {
+				code, msg = c.apply(c.stateRecord(now, k, p.LeaderEpoch, -1, -1, nil))
+			}
+			if code != 0 {
+				rp.ErrorCode = code
+				if msg != "" {
+					rp.ErrorMessage = &msg
 				}
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			v := c.state[k]
+			rp.StateEpoch, rp.StartOffset = v.StateEpoch, v.StartOffset
+			for _, b := range v.StateBatches {
+				rp.StateBatches = append(rp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
+					FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, DeliveryState: b.DeliveryState, DeliveryCount: b.DeliveryCount})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
