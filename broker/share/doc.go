@@ -11,8 +11,8 @@
 // group.share.record.lock.duration.ms, Acknowledged or Archived, with a
 // delivery count; a record whose count reaches
 // group.share.delivery.count.limit is archived when released or expired,
-// and at most group.share.partition.max.record.locks records are in
-// flight. The SPSO starts where share.auto.offset.reset says (latest,
+// records delivered often are throttled to smaller fetches, and at most
+// group.share.partition.max.record.locks records are in flight. The SPSO starts where share.auto.offset.reset says (latest,
 // earliest, by_duration:<ISO-8601>) and moves past every Acknowledged or
 // Archived prefix. Under read_committed the records of aborted
 // transactions are archived undelivered. The caller reads the log for it
@@ -21,8 +21,9 @@
 // (ReleaseMember), and drains Ready of the state to persist.
 //
 // StateCoordinator (state.go, state_records.go) is the share coordinator
-// of Kafka's ShareCoordinatorShard: it takes WriteShareGroupState and
-// ReadShareGroupState (kmsg), keeps each share-partition's durable state,
+// of Kafka's ShareCoordinatorShard: it takes InitializeShareGroupState,
+// WriteShareGroupState and ReadShareGroupState (kmsg), keeps each
+// share-partition's durable state,
 // and writes it to __share_group_state as ShareSnapshot and ShareUpdate
 // records in Kafka's key/value schemas, a snapshot after every
 // share.coordinator.snapshot.update.records.per.snapshot updates. Replay
@@ -54,8 +55,14 @@
 //	_ = g.Step(now, share.GroupRequest{ID: 1, ClientID: "c", Msg: heartbeat})
 //	rd := g.Ready() // append rd.Records, send rd.Replies, release rd.Left
 //
+// Records are tracked one offset at a time, where Kafka tracks whole
+// fetched batches until a batch is split: acquisition is exact to the
+// record (Kafka 4.2's record_limit acquire mode), and acknowledgement
+// errors use Kafka's batch-level messages.
+//
 // Not here yet: the ShareFetch, ShareAcknowledge and ShareGroupHeartbeat
-// handlers, share sessions, the __share_group_state topic itself,
-// InitializeShareGroupState and the ShareGroupStatePartitionMetadata
-// record, and the broker configuration keys.
+// handlers, share sessions, the __share_group_state topic itself, the
+// group coordinator's side of state initialization (the
+// ShareGroupStatePartitionMetadata record), DescribeShareGroupOffsets and
+// the other share admin APIs, and the broker configuration keys.
 package share

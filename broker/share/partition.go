@@ -354,6 +354,10 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 	}
 	var out []AcquiredRecords
 	n := 0
+	// Kafka's throttleRecordsDeliveryLimit: half the delivery count
+	// limit, at least 2.
+	throttle := max(2, (p.cfg.DeliveryCountLimit+1)/2)
+	throttled := false
 	open := map[int64]bool{} // producers inside an aborted transaction
 	for _, b := range batches {
 		isAborted := false
@@ -385,12 +389,20 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 				p.dirty[o] = true
 				continue
 			}
-			// A record on its last delivery attempt is delivered alone,
-			// so that one bad record does not use up the attempts of
-			// others (Kafka's acquireSubsetBatchRecords).
+			// Records delivered often are throttled, so that one bad
+			// record does not use up the attempts of others (Kafka's
+			// shouldThrottleRecordsDelivery and
+			// acquireSubsetBatchRecords): from the throttle limit on
+			// they are not added to records already acquired, and a
+			// fetch of them takes a batch halved for each delivery
+			// past the limit; a record on its last attempt goes alone.
 			lastAttempt := p.cfg.DeliveryCountLimit > 2 && r.count == p.cfg.DeliveryCountLimit-1
-			if lastAttempt && n > 0 {
+			if n > 0 && (lastAttempt || (r.count >= throttle && !throttled)) {
 				return out, p.acquired()
+			}
+			if r.count >= throttle && !throttled {
+				throttled = true
+				limit = min(limit, max(1, int(b.LastOffset-b.BaseOffset+1)>>(r.count-throttle+1)))
 			}
 			r.state, r.member, r.lockUntil = Acquired, member, now.Add(p.cfg.LockDuration)
 			r.count++
