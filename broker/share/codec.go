@@ -39,6 +39,14 @@ func (w *writer) compactString(s *string) {
 // arrayLen opens a COMPACT_ARRAY of n elements.
 func (w *writer) arrayLen(n int) { w.uvarint(n + 1) }
 
+// int32s writes a COMPACT_ARRAY of int32.
+func (w *writer) int32s(vs []int32) {
+	w.arrayLen(len(vs))
+	for _, v := range vs {
+		w.int32(v)
+	}
+}
+
 // tag0 writes a tagged-field section: empty when body is nil, else tag 0
 // holding body. Every share record has at most that one tagged field.
 func (w *writer) tag0(body writer) {
@@ -144,6 +152,16 @@ func (r *reader) arrayLen(min int) int {
 		return 0
 	}
 	return n
+}
+
+// int32s reads a COMPACT_ARRAY of int32.
+func (r *reader) int32s() []int32 {
+	n := r.arrayLen(4)
+	out := make([]int32, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, r.int32())
+	}
+	return out
 }
 
 // tags reads a tagged-field section, handing each field to f (which may be

@@ -58,13 +58,30 @@ type MemberLeft struct {
 	Member string
 }
 
+// StateInit asks the caller to initialize the state of share-partitions
+// newly subscribed by a group: an InitializeShareGroupState to the share
+// coordinator with the group epoch as state epoch, then
+// Groups.Initialized. StartOffset is -1 (place it by
+// share.auto.offset.reset) for a topic new to the group, and 0 for
+// partitions added to a topic it already had, as Kafka 4.4's
+// buildInitializeShareGroupStateRequest.
+type StateInit struct {
+	Group       string
+	StateEpoch  int32
+	TopicID     [16]byte
+	Partitions  []int32
+	StartOffset int64
+}
+
 // GroupReady is what the caller must do after a Step or Tick: append
-// Records to __consumer_offsets in order, then send Replies and release
-// the records of the members in Left.
+// Records to __consumer_offsets in order, then send Replies, release the
+// records of the members in Left, and initialize the share state asked by
+// Initialize.
 type GroupReady struct {
-	Records []GroupRecord
-	Replies []Reply
-	Left    []MemberLeft
+	Records    []GroupRecord
+	Replies    []Reply
+	Left       []MemberLeft
+	Initialize []StateInit
 }
 
 type shareMember struct {
@@ -89,6 +106,15 @@ type shareGroup struct {
 	// MetadataHash does. It is persisted in ShareGroupMetadataValue, so a
 	// change while the coordinator was down is noticed after a load.
 	metadataHash int64
+	// initializing and initialized are the share-partitions whose state
+	// the group asked to initialize, and those done
+	// (ShareGroupStatePartitionMetadata).
+	initializing, initialized map[[16]byte]*initTopic
+}
+
+type initTopic struct {
+	name  string
+	parts map[int32]bool
 }
 
 // Groups is the share group coordinator of Kafka's GroupMetadataManager
@@ -203,7 +229,7 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 		if m.MemberEpoch != 0 {
 			return hbError(kerr.GroupIDNotFound, fmt.Sprintf("Share group %s not found.", m.GroupID))
 		}
-		g = &shareGroup{id: m.GroupID, members: map[string]*shareMember{}, target: map[string]Assignment{}}
+		g = newShareGroup(m.GroupID)
 		c.groups[m.GroupID] = g
 	}
 	old := g.members[m.MemberID]
@@ -271,6 +297,7 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 			MemberEpoch: mem.epoch, PreviousMemberEpoch: mem.prevEpoch, Assigned: mem.assigned.list()}))
 	}
 	mem.sessionDeadline = c.now.Add(c.cfg.SessionTimeout)
+	c.maybeInitialize(g)
 
 	resp := kmsg.NewPtrShareGroupHeartbeatResponse()
 	resp.MemberID, resp.MemberEpoch = &mem.id, mem.epoch
@@ -430,7 +457,7 @@ func (c *Groups) Replay(key, value []byte) (ok bool, err error) {
 		if value == nil {
 			return true, nil
 		}
-		g = &shareGroup{id: k.Group, members: map[string]*shareMember{}, target: map[string]Assignment{}}
+		g = newShareGroup(k.Group)
 		c.groups[k.Group] = g
 	}
 	member := func() *shareMember {
@@ -489,7 +516,17 @@ func (c *Groups) Replay(key, value []byte) (ok bool, err error) {
 			m := member()
 			m.epoch, m.prevEpoch, m.assigned, m.hasEpoch = v.MemberEpoch, v.PreviousMemberEpoch, assignmentOf(v.Assigned), true
 		}
-	case recordShareGroupPartitionMetaLegacy, RecordShareGroupStatePartitionMeta:
+	case RecordShareGroupStatePartitionMeta:
+		g.initializing, g.initialized = map[[16]byte]*initTopic{}, map[[16]byte]*initTopic{}
+		if value == nil {
+			return true, nil
+		}
+		var v StatePartitionMetadataValue
+		if v, err = DecodeStatePartitionMetadataValue(value); err == nil {
+			addInit(g.initializing, v.Initializing)
+			addInit(g.initialized, v.Initialized)
+		}
+	case recordShareGroupPartitionMetaLegacy:
 	default:
 		err = badType(k.Type)
 	}
@@ -519,6 +556,108 @@ func orDefault[T cmp.Ordered](v *T, d T) {
 	if *v <= zero {
 		*v = d
 	}
+}
+
+func newShareGroup(id string) *shareGroup {
+	return &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]Assignment{},
+		initializing: map[[16]byte]*initTopic{}, initialized: map[[16]byte]*initTopic{}}
+}
+
+func addInit(m map[[16]byte]*initTopic, ts []TopicPartitionsInfo) {
+	for _, t := range ts {
+		it := m[t.TopicID]
+		if it == nil {
+			it = &initTopic{name: t.TopicName, parts: map[int32]bool{}}
+			m[t.TopicID] = it
+		}
+		for _, p := range t.Partitions {
+			it.parts[p] = true
+		}
+	}
+}
+
+func initList(m map[[16]byte]*initTopic) []TopicPartitionsInfo {
+	out := []TopicPartitionsInfo{}
+	for id, it := range m {
+		ps := slices.Sorted(maps.Keys(it.parts))
+		if len(ps) > 0 {
+			out = append(out, TopicPartitionsInfo{TopicID: id, TopicName: it.name, Partitions: ps})
+		}
+	}
+	slices.SortFunc(out, func(a, b TopicPartitionsInfo) int { return strings.Compare(a.TopicName, b.TopicName) })
+	return out
+}
+
+// maybeInitialize asks for the state of the share-partitions the group
+// subscribes to and has neither initialized nor asked for (Kafka's
+// maybeCreateInitializeShareGroupStateRequest), and records them as
+// initializing.
+func (c *Groups) maybeInitialize(g *shareGroup) {
+	names := map[string]bool{}
+	for _, m := range g.members {
+		for _, n := range m.subscribed {
+			names[n] = true
+		}
+	}
+	var inits []StateInit
+	for _, n := range sortedKeys(names) {
+		t, ok := c.topics[n]
+		if !ok {
+			continue
+		}
+		init := StateInit{Group: g.id, StateEpoch: g.epoch, TopicID: t.ID, StartOffset: -1}
+		if g.initialized[t.ID] != nil || g.initializing[t.ID] != nil {
+			init.StartOffset = 0
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if !hasInit(g.initialized, t.ID, p) && !hasInit(g.initializing, t.ID, p) {
+				init.Partitions = append(init.Partitions, p)
+			}
+		}
+		if len(init.Partitions) > 0 {
+			inits = append(inits, init)
+		}
+	}
+	if len(inits) == 0 {
+		return
+	}
+	for _, in := range inits {
+		addInit(g.initializing, []TopicPartitionsInfo{{TopicID: in.TopicID, TopicName: c.topicIDs[in.TopicID].Name, Partitions: in.Partitions}})
+	}
+	c.recordInit(g)
+	c.out.Initialize = append(c.out.Initialize, inits...)
+}
+
+func hasInit(m map[[16]byte]*initTopic, t [16]byte, p int32) bool {
+	return m[t] != nil && m[t].parts[p]
+}
+
+func (c *Groups) recordInit(g *shareGroup) {
+	c.record(g.id, GroupKey{Type: RecordShareGroupStatePartitionMeta, Group: g.id}, EncodeStatePartitionMetadataValue(StatePartitionMetadataValue{
+		Initializing: initList(g.initializing), Initialized: initList(g.initialized), Deleting: []TopicPartitionsInfo{}}))
+}
+
+// Initialized records that the share coordinator initialized the state of
+// a group's share-partitions (Kafka's initializeShareGroupState), moving
+// them from initializing to initialized.
+func (c *Groups) Initialized(now time.Time, group string, topicID [16]byte, partitions []int32) {
+	c.now = now
+	g := c.groups[group]
+	if g == nil {
+		return
+	}
+	name := c.topicIDs[topicID].Name
+	if it := g.initializing[topicID]; it != nil {
+		name = it.name
+		for _, p := range partitions {
+			delete(it.parts, p)
+		}
+		if len(it.parts) == 0 {
+			delete(g.initializing, topicID)
+		}
+	}
+	addInit(g.initialized, []TopicPartitionsInfo{{TopicID: topicID, TopicName: name, Partitions: partitions}})
+	c.recordInit(g)
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

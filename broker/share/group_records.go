@@ -200,10 +200,7 @@ func writeTopicPartitions(w *writer, tps []TopicPartitions) {
 	w.arrayLen(len(tps))
 	for _, tp := range tps {
 		w.raw(tp.TopicID[:])
-		w.arrayLen(len(tp.Partitions))
-		for _, p := range tp.Partitions {
-			w.int32(p)
-		}
+		w.int32s(tp.Partitions)
 		w.uvarint(0)
 	}
 }
@@ -212,12 +209,7 @@ func readTopicPartitions(r *reader) []TopicPartitions {
 	n := r.arrayLen(18)
 	out := make([]TopicPartitions, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
-		tp := TopicPartitions{TopicID: r.uuid()}
-		m := r.arrayLen(4)
-		tp.Partitions = make([]int32, 0, m)
-		for j := 0; j < m && r.err == nil; j++ {
-			tp.Partitions = append(tp.Partitions, r.int32())
-		}
+		tp := TopicPartitions{TopicID: r.uuid(), Partitions: r.int32s()}
 		r.tags(nil)
 		out = append(out, tp)
 	}
@@ -276,3 +268,69 @@ func deref(s *string) string {
 }
 
 func badType(typ int16) error { return fmt.Errorf("%w: share group record type %d", ErrBadRecord, typ) }
+
+// TopicPartitionsInfo is one topic of a ShareGroupStatePartitionMetadata
+// record: its id, name and partitions.
+type TopicPartitionsInfo struct {
+	TopicID    [16]byte
+	TopicName  string
+	Partitions []int32
+}
+
+// StatePartitionMetadataValue is Kafka's
+// ShareGroupStatePartitionMetadataValue v0: the share-partitions of a group
+// whose state is being initialized, those initialized, and the topics
+// whose state is being deleted.
+type StatePartitionMetadataValue struct {
+	Initializing []TopicPartitionsInfo
+	Initialized  []TopicPartitionsInfo
+	Deleting     []TopicPartitionsInfo // partitions unused
+}
+
+func writeTopicInfos(w *writer, ts []TopicPartitionsInfo, withPartitions bool) {
+	w.arrayLen(len(ts))
+	for _, t := range ts {
+		w.raw(t.TopicID[:])
+		w.compactString(&t.TopicName)
+		if withPartitions {
+			w.int32s(t.Partitions)
+		}
+		w.uvarint(0)
+	}
+}
+
+func readTopicInfos(r *reader, withPartitions bool) []TopicPartitionsInfo {
+	n := r.arrayLen(18)
+	out := make([]TopicPartitionsInfo, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		t := TopicPartitionsInfo{TopicID: r.uuid(), TopicName: deref(r.compactString())}
+		if withPartitions {
+			t.Partitions = r.int32s()
+		}
+		r.tags(nil)
+		out = append(out, t)
+	}
+	return out
+}
+
+// EncodeStatePartitionMetadataValue encodes a
+// ShareGroupStatePartitionMetadataValue v0.
+func EncodeStatePartitionMetadataValue(v StatePartitionMetadataValue) []byte {
+	var w writer
+	w.int16(0)
+	writeTopicInfos(&w, v.Initializing, true)
+	writeTopicInfos(&w, v.Initialized, true)
+	writeTopicInfos(&w, v.Deleting, false)
+	w.uvarint(0)
+	return w
+}
+
+// DecodeStatePartitionMetadataValue decodes a
+// ShareGroupStatePartitionMetadataValue v0.
+func DecodeStatePartitionMetadataValue(b []byte) (StatePartitionMetadataValue, error) {
+	r := reader{b: b}
+	r.version("ShareGroupStatePartitionMetadataValue")
+	v := StatePartitionMetadataValue{Initializing: readTopicInfos(&r, true), Initialized: readTopicInfos(&r, true), Deleting: readTopicInfos(&r, false)}
+	r.tags(nil)
+	return v, r.end()
+}

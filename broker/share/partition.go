@@ -160,6 +160,7 @@ type Partition struct {
 	cfg         PartitionConfig
 	initialized bool
 	start       int64    // the SPSO
+	stateEpoch  int32    // of the persisted state, written back with each change
 	recs        []record // recs[i] is offset start+i; the in-flight window
 	dirty       map[int64]bool
 	startMoved  bool
@@ -184,7 +185,10 @@ func NewPartition(cfg PartitionConfig) *Partition {
 // new start offset is then in the first Ready. Persisted records that lie
 // below the log start offset are dropped.
 func (p *Partition) Initialize(now time.Time, persisted *SnapshotValue, log LogOffsets) error {
-	p.recs, p.dirty, p.startMoved = nil, map[int64]bool{}, false
+	p.recs, p.dirty, p.startMoved, p.stateEpoch = nil, map[int64]bool{}, false, 0
+	if persisted != nil {
+		p.stateEpoch = persisted.StateEpoch
+	}
 	if persisted != nil && persisted.StartOffset >= 0 {
 		p.start = persisted.StartOffset
 		var end int64 = p.start
@@ -586,10 +590,11 @@ func (p *Partition) moveStart(to int64) {
 }
 
 // StateWrite is what a share-partition asks to persist through
-// WriteShareGroupState: the start offset when it moved (else -1), the
-// count of completed deliveries, and the runs of records whose state
-// changed, in their current state.
+// WriteShareGroupState: the state epoch it loaded, the start offset when
+// it moved (else -1), the count of completed deliveries, and the runs of
+// records whose state changed, in their current state.
 type StateWrite struct {
+	StateEpoch            int32
 	StartOffset           int64
 	DeliveryCompleteCount int32
 	StateBatches          []StateBatch
@@ -602,7 +607,7 @@ func (p *Partition) Ready() *StateWrite {
 	if len(p.dirty) == 0 && !p.startMoved {
 		return nil
 	}
-	w := &StateWrite{StartOffset: -1, DeliveryCompleteCount: p.DeliveryCompleteCount()}
+	w := &StateWrite{StateEpoch: p.stateEpoch, StartOffset: -1, DeliveryCompleteCount: p.DeliveryCompleteCount()}
 	if p.startMoved {
 		w.StartOffset = p.start
 	}

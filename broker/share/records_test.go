@@ -3,6 +3,7 @@ package share
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -207,6 +208,21 @@ func TestKafkaBytes(t *testing.T) {
 		{"ShareGroupTargetAssignmentMemberValue", EncodeTargetMemberValue([]TopicPartitions{{TopicID: id1, Partitions: []int32{1}}}),
 			"0000020000000000000000000000000000000102000000010000",
 			func(b []byte) error { _, err := DecodeTargetMemberValue(b); return err }},
+		{"ShareGroupStatePartitionMetadataKey", EncodeGroupKey(GroupKey{Type: RecordShareGroupStatePartitionMeta, Group: "g"}),
+			"000f000167",
+			func(b []byte) error { _, _, err := DecodeGroupKey(b); return err }},
+		{"ShareGroupStatePartitionMetadataValue", EncodeStatePartitionMetadataValue(StatePartitionMetadataValue{
+			Initializing: []TopicPartitionsInfo{{TopicID: id1, TopicName: "t", Partitions: []int32{0, 1}}},
+			Initialized:  []TopicPartitionsInfo{{TopicID: [16]byte{15: 2}, TopicName: "u", Partitions: []int32{3}}},
+			Deleting:     []TopicPartitionsInfo{{TopicID: id1, TopicName: "x"}}}),
+			"0000020000000000000000000000000000000102740300000000000000010002000000000000000000000000000000020275020000000300020000000000000000000000000000000102780000",
+			func(b []byte) error {
+				v, err := DecodeStatePartitionMetadataValue(b)
+				if err == nil && (len(v.Initializing) != 1 || v.Initialized[0].TopicName != "u" || v.Deleting[0].TopicName != "x") {
+					err = fmt.Errorf("decoded %+v", v)
+				}
+				return err
+			}},
 	}
 	for _, c := range cases {
 		if got := hex.EncodeToString(c.got); got != c.kafka {

@@ -333,6 +333,19 @@ func (h *harness) drain(b *strings.Builder) {
 	for _, r := range rd.Replies {
 		b.WriteString(formatHeartbeat(r.Msg.(*kmsg.ShareGroupHeartbeatResponse)) + "\n")
 	}
+	for _, in := range rd.Initialize {
+		fmt.Fprintf(b, "initialize %s %s%v state-epoch=%d start=%d\n", in.Group, topicName(in.TopicID), in.Partitions, in.StateEpoch, in.StartOffset)
+		for _, part := range in.Partitions {
+			if in.TopicID == h.key().TopicID && part == h.key().Partition {
+				h.initState(b, in.StartOffset, in.StateEpoch)
+			}
+		}
+		h.groups.Initialized(h.now, in.Group, in.TopicID, in.Partitions)
+		for _, r := range h.groups.Ready().Records {
+			h.groupLog = append(h.groupLog, r)
+			b.WriteString(formatGroupRecord(r) + "\n")
+		}
+	}
 	for _, l := range rd.Left {
 		fmt.Fprintf(b, "left %s/%s\n", l.Group, l.Member)
 		if h.p != nil {
@@ -343,7 +356,7 @@ func (h *harness) drain(b *strings.Builder) {
 		return
 	}
 	if w := h.p.Ready(); w != nil {
-		h.stepState(b, writeRequest(h.key(), 0, 0, *w))
+		h.stepState(b, writeRequest(h.key(), w.StateEpoch, 0, *w))
 	}
 }
 
@@ -551,6 +564,14 @@ func formatAssignment(tps []TopicPartitions) string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
+func formatInit(ts []TopicPartitionsInfo) string {
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, fmt.Sprintf("%s%v", t.TopicName, t.Partitions))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
 func formatGroupRecord(r GroupRecord) string {
 	k, ok, err := DecodeGroupKey(r.Key)
 	if err != nil || !ok {
@@ -582,6 +603,12 @@ func formatGroupRecord(r GroupRecord) string {
 		if r.Value != nil {
 			v, err := DecodeTargetMemberValue(r.Value)
 			val = fmt.Sprintf("%s err=%v", formatAssignment(v), err)
+		}
+	case RecordShareGroupStatePartitionMeta:
+		name = "share-state-partitions " + k.Group
+		if r.Value != nil {
+			v, err := DecodeStatePartitionMetadataValue(r.Value)
+			val = fmt.Sprintf("initializing=%s initialized=%s err=%v", formatInit(v.Initializing), formatInit(v.Initialized), err)
 		}
 	case RecordShareGroupCurrentMember:
 		name = "share-current " + k.Group + "/" + k.Member

@@ -93,7 +93,7 @@ func simulate(t *testing.T, seed int64, steps int) {
 			p.Tick(now)
 		}
 		if w := p.Ready(); w != nil {
-			step(writeRequest(key, 0, 0, *w))
+			step(writeRequest(key, w.StateEpoch, 0, *w))
 		}
 		checkWindow(t, seed, i, p, cfg, now)
 		checkRestart(t, seed, i, p, cfg, log, key)
