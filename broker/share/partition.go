@@ -1,9 +1,11 @@
 package share
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -362,22 +364,27 @@ func (p *Partition) Acquire(now time.Time, member string, batches []Batch, abort
 	// limit, at least 2.
 	throttle := max(2, (p.cfg.DeliveryCountLimit+1)/2)
 	throttled := false
+	// As the consumer's read_committed filter (and Kafka's
+	// filterAbortedTransactionalAcquiredRecords): an aborted transaction
+	// opens at its first offset and closes at its producer's next control
+	// batch, its abort marker.
+	pending := slices.Clone(aborted)
+	slices.SortFunc(pending, func(a, b AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	open := map[int64]bool{} // producers inside an aborted transaction
 	for _, b := range batches {
-		isAborted := false
-		if p.cfg.ReadCommitted && (b.Transactional || b.Control) {
-			for _, a := range aborted {
-				if a.ProducerID == b.ProducerID && a.FirstOffset <= b.LastOffset {
-					open[a.ProducerID] = true
-				}
-			}
-			isAborted = b.Transactional && !b.Control && open[b.ProducerID]
+		for len(pending) > 0 && pending[0].FirstOffset <= b.LastOffset {
+			open[pending[0].ProducerID] = true
+			pending = pending[1:]
 		}
+		isAborted := p.cfg.ReadCommitted && b.Transactional && !b.Control && open[b.ProducerID]
 		for o := max(b.BaseOffset, p.start); o <= min(b.LastOffset, last); o++ {
 			if n >= limit {
 				return out, p.acquired()
 			}
 			if o >= p.end() {
+				if len(p.recs)+int(o-p.end())+1 > p.cfg.MaxRecordLocks {
+					return out, p.acquired()
+				}
 				for p.end() < o {
 					p.recs = append(p.recs, record{state: Archived})
 					p.dirty[p.end()-1] = true
@@ -590,9 +597,11 @@ func (p *Partition) moveStart(to int64) {
 }
 
 // StateWrite is what a share-partition asks to persist through
-// WriteShareGroupState: the state epoch it loaded, the start offset when
-// it moved (else -1), the count of completed deliveries, and the runs of
-// records whose state changed, in their current state.
+// WriteShareGroupState: the state epoch it loaded, its SPSO (always
+// written, as Kafka's SharePartition does: the share coordinator keeps the
+// larger start offset and judges the count of completed deliveries by it),
+// that count, and the runs of records whose state changed, in their
+// current state.
 type StateWrite struct {
 	StateEpoch            int32
 	StartOffset           int64
@@ -607,10 +616,7 @@ func (p *Partition) Ready() *StateWrite {
 	if len(p.dirty) == 0 && !p.startMoved {
 		return nil
 	}
-	w := &StateWrite{StateEpoch: p.stateEpoch, StartOffset: -1, DeliveryCompleteCount: p.DeliveryCompleteCount()}
-	if p.startMoved {
-		w.StartOffset = p.start
-	}
+	w := &StateWrite{StateEpoch: p.stateEpoch, StartOffset: p.start, DeliveryCompleteCount: p.DeliveryCompleteCount()}
 	for i, r := range p.recs {
 		o := p.start + int64(i)
 		if !p.dirty[o] || r.state == Acquired {

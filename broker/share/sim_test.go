@@ -13,7 +13,8 @@ import (
 // acknowledgements, releases and lock expiries, persisting its state
 // through the share coordinator, and checks after every step that the
 // window is consistent and that a restart from the __share_group_state
-// records loads the same SPSO and the same state of every record (an
+// records loads the same SPSO, count of completed deliveries, and state of
+// every record (an
 // acquired record loads as available with its count before that
 // delivery, since acquisition is not persisted). A failure names its
 // seed and step, and replays exactly.
@@ -136,6 +137,9 @@ func checkRestart(t *testing.T, seed int64, i int, p *Partition, cfg PartitionCo
 	v, ok := sc.State(key)
 	if !ok {
 		t.Fatalf("seed %d step %d: no state", seed, i)
+	}
+	if got, want := v.DeliveryCompleteCount, p.DeliveryCompleteCount(); got != want && !(got == -1 && want == 0) {
+		t.Fatalf("seed %d step %d: persisted %d completed deliveries, the partition has %d", seed, i, got, want)
 	}
 	q := NewPartition(cfg)
 	if err := q.Initialize(time.Time{}, &v, LogOffsets{}); err != nil {
