@@ -149,6 +149,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(EncodeUpdateValue(UpdateValue{DeliveryCompleteCount: -1}))
 	f.Add(EncodeCurrentAssignmentValue(CurrentAssignmentValue{Assigned: []TopicPartitions{{Partitions: []int32{1}}}}))
 	f.Add(EncodeStateKey(RecordShareSnapshot, StateKey{Group: "g"}))
+	f.Add(EncodeTargetMetadataValue(TargetMetadataValue{AssignmentEpoch: 1, AssignmentTimestamp: 2}))
+	f.Add(EncodeStatePartitionMetadataValue(StatePartitionMetadataValue{Initializing: []TopicPartitionsInfo{{TopicName: "t", Partitions: []int32{1}}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if v, err := DecodeSnapshotValue(b); err == nil && !bytes.Equal(EncodeSnapshotValue(v), b) {
 			// Unknown tags are skipped, so only a record without them
@@ -161,6 +163,9 @@ func FuzzDecode(f *testing.F) {
 		_, _ = DecodeMemberMetadataValue(b)
 		_, _ = DecodeCurrentAssignmentValue(b)
 		_, _ = DecodeTargetMemberValue(b)
+		_, _ = DecodeGroupMetadataValue(b)
+		_, _ = DecodeTargetMetadataValue(b)
+		_, _ = DecodeStatePartitionMetadataValue(b)
 		_, _, _ = DecodeStateKey(b)
 		_, _, _ = DecodeGroupKey(b)
 	})

@@ -186,6 +186,14 @@ func (h *harness) run(line string) string {
 		return strings.TrimRight(b.String(), "\n")
 	case "read":
 		return h.readState(int32(scriptargs.Int(t, kv, "leader", 0)))
+	case "summary":
+		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		req.Version = 1
+		req.GroupID = hGroup
+		req.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: h.key().TopicID,
+			Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0}}}}
+		h.stepState(&b, req)
+		return strings.TrimRight(b.String(), "\n")
 	case "init":
 		if _, ok := h.state.State(h.key()); !ok {
 			h.initState(&b, -1, 0)
@@ -407,6 +415,13 @@ func (h *harness) stepState(b *strings.Builder, req kmsg.Request) {
 			for _, tr := range resp.Topics {
 				for _, pr := range tr.Partitions {
 					report(pr.ErrorCode, pr.ErrorMessage)
+				}
+			}
+		case *kmsg.ReadShareGroupStateSummaryResponse:
+			for _, tr := range resp.Topics {
+				for _, pr := range tr.Partitions {
+					report(pr.ErrorCode, pr.ErrorMessage)
+					fmt.Fprintf(b, "summary state-epoch=%d leader-epoch=%d start=%d complete=%d\n", pr.StateEpoch, pr.LeaderEpoch, pr.StartOffset, pr.DeliveryCompleteCount)
 				}
 			}
 		case *kmsg.ReadShareGroupStateResponse:

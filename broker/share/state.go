@@ -38,7 +38,8 @@ type StateRecord struct {
 
 // StateRequest is a share coordinator request fed to
 // StateCoordinator.Step: an InitializeShareGroupState,
-// WriteShareGroupState or ReadShareGroupState.
+// WriteShareGroupState, ReadShareGroupState or
+// ReadShareGroupStateSummary.
 type StateRequest struct {
 	ID  uint64
 	Msg kmsg.Request
@@ -145,6 +146,8 @@ func (c *StateCoordinator) Step(now time.Time, r StateRequest) error {
 		c.read(now, r.ID, m)
 	case *kmsg.InitializeShareGroupStateRequest:
 		c.initialize(now, r.ID, m)
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		c.readSummary(r.ID, m)
 	default:
 		return fmt.Errorf("%w: %T", ErrUnsupportedRequest, r.Msg)
 	}
@@ -355,6 +358,36 @@ func (c *StateCoordinator) read(now time.Time, id uint64, m *kmsg.ReadShareGroup
 		resp.Topics = append(resp.Topics, rt)
 	}
 	c.out.Replies = append(c.out.Replies, Reply{ID: id, Msg: resp})
+}
+
+// readSummary answers ReadShareGroupStateSummary, the start offset and
+// epochs that DescribeShareGroupOffsets reports, as Kafka 4.4's
+// readStateSummary: a share-partition never initialized answers start
+// offset -1.
+func (c *StateCoordinator) readSummary(id uint64, m *kmsg.ReadShareGroupStateSummaryRequest) {
+	resp := kmsg.NewPtrReadShareGroupStateSummaryResponse()
+	resp.Version = m.Version
+	for _, t := range m.Topics {
+		rt := kmsg.ReadShareGroupStateSummaryResponseTopic{TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, c.summary(StateKey{Group: m.GroupID, TopicID: t.TopicID, Partition: p.Partition}))
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.out.Replies = append(c.out.Replies, Reply{ID: id, Msg: resp})
+}
+
+func (c *StateCoordinator) summary(k StateKey) kmsg.ReadShareGroupStateSummaryResponseTopicPartition {
+	rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
+	rp.Partition = k.Partition
+	if code, msg := validKey(k); code != 0 {
+		rp.ErrorCode, rp.ErrorMessage = code, &msg
+	} else if v := c.state[k]; v == nil {
+		rp.StartOffset, rp.DeliveryCompleteCount = -1, -1
+	} else {
+		rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset, rp.DeliveryCompleteCount = v.StateEpoch, v.LeaderEpoch, v.StartOffset, v.DeliveryCompleteCount
+	}
+	return rp
 }
 
 // Replay applies one __share_group_state record, as Kafka's
