@@ -32,8 +32,9 @@ type assignSpec struct {
 // before stickiness. Kafka iterates Java hash maps and sets where this
 // iterates members by id and partitions in order, so on a tie another
 // member or partition may be chosen than in Kafka; the counts are the
-// same. members must be sorted by id.
-func simpleAssign(members []assignSpec, partitions func([16]byte) int32) map[string]Assignment {
+// same. members must be sorted by id; partitions gives the assignable
+// partitions of a topic, in order.
+func simpleAssign(members []assignSpec, partitions func([16]byte) []int32) map[string]Assignment {
 	out := map[string]Assignment{}
 	for _, m := range members {
 		out[m.id] = Assignment{}
@@ -76,10 +77,10 @@ func simpleAssign(members []assignSpec, partitions func([16]byte) int32) map[str
 	return out
 }
 
-func topicPartitions(topics [][16]byte, partitions func([16]byte) int32) []tidp {
+func topicPartitions(topics [][16]byte, partitions func([16]byte) []int32) []tidp {
 	var out []tidp
 	for _, t := range topics {
-		for p := int32(0); p < partitions(t); p++ {
+		for _, p := range partitions(t) {
 			out = append(out, tidp{t, p})
 		}
 	}

@@ -12,11 +12,11 @@ import (
 // where Kafka's hash-order tie-breaking does not enter, the exact result.
 func TestSimpleAssign(t *testing.T) {
 	T, U := [16]byte{15: 1}, [16]byte{15: 2}
-	parts := func(id [16]byte) int32 {
+	parts := func(id [16]byte) []int32 {
 		if id == T {
-			return 5
+			return []int32{0, 1, 2, 3, 4}
 		}
-		return 3
+		return []int32{0, 1, 2}
 	}
 	cases := []struct {
 		name    string

@@ -35,11 +35,14 @@
 // Groups (group.go, assign.go, group_records.go) is the share group
 // membership of Kafka's GroupMetadataManager: ShareGroupHeartbeat (API
 // key 76, v1) joins with epoch 0 and the subscribed topic names, leaves
-// with -1, and is answered with Kafka's errors; the SimpleAssignor lets
-// several members share a partition; sessions expire after
-// group.share.session.timeout.ms; the group, member, target assignment
-// and current assignment records go to __consumer_offsets in Kafka's
-// schemas and are replayed at load.
+// with -1, and is answered with Kafka's errors; the SimpleAssignor
+// balances partitions over members and lets several share one, at most
+// once every group.share.assignment.interval.ms, and only share-partitions
+// whose state is initialized are assignable: the group asks for that
+// (GroupReady.Initialize, then Initialized) as Kafka 4.4 does; sessions
+// expire after group.share.session.timeout.ms; the group, member, target
+// and current assignment, and state-partition records go to
+// __consumer_offsets in Kafka's schemas and are replayed at load.
 //
 // Use:
 //
@@ -62,7 +65,7 @@
 //
 // Not here yet: the ShareFetch, ShareAcknowledge and ShareGroupHeartbeat
 // handlers, share sessions, the __share_group_state topic itself, the
-// group coordinator's side of state initialization (the
-// ShareGroupStatePartitionMetadata record), DescribeShareGroupOffsets and
-// the other share admin APIs, and the broker configuration keys.
+// share admin APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets,
+// DeleteShareGroupOffsets, deleting topics' state), and the broker
+// configuration keys.
 package share

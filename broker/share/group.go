@@ -21,6 +21,7 @@ type GroupConfig struct {
 	SessionTimeout         time.Duration // group.share.session.timeout.ms
 	MaxSize                int           // group.share.max.size
 	OffsetsTopicPartitions int32         // offsets.topic.num.partitions
+	AssignmentInterval     time.Duration // group.share.assignment.interval.ms (KIP-1263); 0 assigns on every heartbeat
 }
 
 // DefaultGroupConfig returns Apache Kafka 4.4's defaults.
@@ -30,6 +31,7 @@ func DefaultGroupConfig() GroupConfig {
 		SessionTimeout:         45 * time.Second,
 		MaxSize:                200,
 		OffsetsTopicPartitions: 50,
+		AssignmentInterval:     time.Second,
 	}
 }
 
@@ -99,8 +101,11 @@ type shareGroup struct {
 	id              string
 	epoch           int32
 	assignmentEpoch int32
-	members         map[string]*shareMember
-	target          map[string]Assignment
+	// assignmentTime is when the target assignment was last computed
+	// (AssignmentTimestamp, KIP-1263), 0 when never.
+	assignmentTime int64
+	members        map[string]*shareMember
+	target         map[string]Assignment
 	// metadataHash hashes the subscribed topics' names, ids and
 	// partition counts; a change bumps the group epoch, as Kafka's
 	// MetadataHash does. It is persisted in ShareGroupMetadataValue, so a
@@ -266,11 +271,13 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 		mem.subscribed = sortedUnique(m.SubscribedTopicNames)
 	}
 	mem.clientID, mem.clientHost = r.ClientID, r.ClientHost
-	bump := false
+	// Kafka's initializedAssignmentPending: share-partitions initialized
+	// since the last target assignment call for a new one.
+	bump := c.initializedAssignmentPending(g)
 	if old == nil || !sameMetadata(old, &mem) {
 		c.record(g.id, GroupKey{Type: RecordShareGroupMemberMetadata, Group: g.id, Member: mem.id}, EncodeMemberMetadataValue(MemberMetadataValue{
 			RackID: mem.rack, ClientID: mem.clientID, ClientHost: mem.clientHost, SubscribedTopics: mem.subscribed}))
-		bump = old == nil || !slices.Equal(old.subscribed, mem.subscribed)
+		bump = bump || old == nil || !slices.Equal(old.subscribed, mem.subscribed)
 	}
 	g.members[mem.id] = &mem
 	if h := c.metadataHash(g); h != g.metadataHash {
@@ -280,8 +287,10 @@ func (c *Groups) heartbeat(r GroupRequest, m *kmsg.ShareGroupHeartbeatRequest) *
 		g.epoch++
 		c.recordEpoch(g)
 	}
-	// 2. A new target assignment when the group epoch passed it.
-	if g.epoch > g.assignmentEpoch {
+	// 2. A new target assignment when the group epoch passed it, at most
+	// once every group.share.assignment.interval.ms (KIP-1263); until
+	// then members reconcile with the last one.
+	if g.epoch > g.assignmentEpoch && c.canAssign(g) {
 		c.updateTarget(g)
 	}
 	// 3. Reconcile: share groups revoke nothing, so the member takes its
@@ -367,7 +376,17 @@ func (c *Groups) updateTarget(g *shareGroup) {
 		}
 		specs = append(specs, s)
 	}
-	next := simpleAssign(specs, func(id [16]byte) int32 { return c.topicIDs[id].Partitions })
+	// Only share-partitions whose state is initialized are assignable
+	// (Kafka 4.4's withTopicAssignablePartitionsMap).
+	next := simpleAssign(specs, func(id [16]byte) []int32 {
+		var ps []int32
+		for p := int32(0); p < c.topicIDs[id].Partitions; p++ {
+			if hasInit(g.initialized, id, p) {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	})
 	for _, id := range sortedKeys(next) {
 		old, had := g.target[id]
 		if !had || !old.equal(next[id]) {
@@ -375,9 +394,9 @@ func (c *Groups) updateTarget(g *shareGroup) {
 		}
 	}
 	g.target = next
-	g.assignmentEpoch = g.epoch
+	g.assignmentEpoch, g.assignmentTime = g.epoch, c.now.UnixMilli()
 	c.record(g.id, GroupKey{Type: RecordShareGroupTargetMetadata, Group: g.id}, EncodeTargetMetadataValue(TargetMetadataValue{
-		AssignmentEpoch: g.assignmentEpoch, AssignmentTimestamp: c.now.UnixMilli()}))
+		AssignmentEpoch: g.assignmentEpoch, AssignmentTimestamp: g.assignmentTime}))
 }
 
 // fence removes a member, as Kafka's shareGroupFenceMember: tombstones of
@@ -396,7 +415,7 @@ func (c *Groups) fence(g *shareGroup, m *shareMember) {
 	g.epoch++
 	c.recordEpoch(g)
 	if last {
-		g.assignmentEpoch = g.epoch
+		g.assignmentEpoch, g.assignmentTime = g.epoch, 0
 		c.record(g.id, GroupKey{Type: RecordShareGroupTargetMetadata, Group: g.id}, EncodeTargetMetadataValue(TargetMetadataValue{AssignmentEpoch: g.epoch}))
 	}
 	c.out.Left = append(c.out.Left, MemberLeft{Group: g.id, Member: m.id})
@@ -482,7 +501,7 @@ func (c *Groups) Replay(key, value []byte) (ok bool, err error) {
 		if value != nil {
 			var v TargetMetadataValue
 			if v, err = DecodeTargetMetadataValue(value); err == nil {
-				g.assignmentEpoch = v.AssignmentEpoch
+				g.assignmentEpoch, g.assignmentTime = v.AssignmentEpoch, v.AssignmentTimestamp
 			}
 		}
 	case RecordShareGroupMemberMetadata:
@@ -626,6 +645,43 @@ func (c *Groups) maybeInitialize(g *shareGroup) {
 	}
 	c.recordInit(g)
 	c.out.Initialize = append(c.out.Initialize, inits...)
+}
+
+// canAssign is Kafka's canComputeNextTargetAssignment.
+func (c *Groups) canAssign(g *shareGroup) bool {
+	iv := c.cfg.AssignmentInterval.Milliseconds()
+	return g.assignmentTime == 0 || iv == 0 || c.now.UnixMilli() >= g.assignmentTime+iv
+}
+
+// initializedAssignmentPending reports whether a non-empty group has an
+// initialized share-partition of a subscribed topic that no member's
+// target assignment holds.
+func (c *Groups) initializedAssignmentPending(g *shareGroup) bool {
+	if len(g.members) == 0 || len(g.initialized) == 0 {
+		return false
+	}
+	held := map[tidp]bool{}
+	for _, a := range g.target {
+		for t, ps := range a {
+			for _, p := range ps {
+				held[tidp{t, p}] = true
+			}
+		}
+	}
+	for _, m := range g.members {
+		for _, n := range m.subscribed {
+			t, ok := c.topics[n]
+			if !ok || g.initialized[t.ID] == nil {
+				continue
+			}
+			for p := range g.initialized[t.ID].parts {
+				if p < t.Partitions && !held[tidp{t.ID, p}] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func hasInit(m map[[16]byte]*initTopic, t [16]byte, p int32) bool {

@@ -140,6 +140,7 @@ func (h *harness) run(line string) string {
 		h.scfg.SnapshotUpdateRecordsPerSnapshot = int(scriptargs.Int(t, kv, "per-snapshot", int64(h.scfg.SnapshotUpdateRecordsPerSnapshot)))
 		h.gcfg.MaxSize = int(scriptargs.Int(t, kv, "max-size", int64(h.gcfg.MaxSize)))
 		h.gcfg.SessionTimeout = time.Duration(scriptargs.Int(t, kv, "session", h.gcfg.SessionTimeout.Milliseconds())) * time.Millisecond
+		h.gcfg.AssignmentInterval = time.Duration(scriptargs.Int(t, kv, "assign-interval", h.gcfg.AssignmentInterval.Milliseconds())) * time.Millisecond
 		h.state = NewState(h.scfg)
 		h.groups = NewGroups(h.gcfg)
 		h.groups.SetTopics(h.topics)
