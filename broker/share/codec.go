@@ -155,11 +155,15 @@ func (r *reader) arrayLen(min int) int {
 }
 
 // int32s reads a COMPACT_ARRAY of int32.
-func (r *reader) int32s() []int32 {
-	n := r.arrayLen(4)
-	out := make([]int32, 0, n)
+func (r *reader) int32s() []int32 { return readArray(r, 4, (*reader).int32) }
+
+// readArray reads a COMPACT_ARRAY whose elements take at least min bytes,
+// each with elem, stopping at the first failure.
+func readArray[T any](r *reader, min int, elem func(*reader) T) []T {
+	n := r.arrayLen(min)
+	out := make([]T, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
-		out = append(out, r.int32())
+		out = append(out, elem(r))
 	}
 	return out
 }

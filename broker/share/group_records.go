@@ -187,11 +187,7 @@ func DecodeMemberMetadataValue(b []byte) (MemberMetadataValue, error) {
 	v.RackID = r.compactString()
 	v.ClientID = deref(r.compactString())
 	v.ClientHost = deref(r.compactString())
-	n := r.arrayLen(1)
-	v.SubscribedTopics = make([]string, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		v.SubscribedTopics = append(v.SubscribedTopics, deref(r.compactString()))
-	}
+	v.SubscribedTopics = readArray(&r, 1, func(r *reader) string { return deref(r.compactString()) })
 	r.tags(nil)
 	return v, r.end()
 }
@@ -206,14 +202,11 @@ func writeTopicPartitions(w *writer, tps []TopicPartitions) {
 }
 
 func readTopicPartitions(r *reader) []TopicPartitions {
-	n := r.arrayLen(18)
-	out := make([]TopicPartitions, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
+	return readArray(r, 18, func(r *reader) TopicPartitions {
 		tp := TopicPartitions{TopicID: r.uuid(), Partitions: r.int32s()}
 		r.tags(nil)
-		out = append(out, tp)
-	}
-	return out
+		return tp
+	})
 }
 
 // EncodeTargetMemberValue encodes a ShareGroupTargetAssignmentMemberValue
@@ -300,17 +293,14 @@ func writeTopicInfos(w *writer, ts []TopicPartitionsInfo, withPartitions bool) {
 }
 
 func readTopicInfos(r *reader, withPartitions bool) []TopicPartitionsInfo {
-	n := r.arrayLen(18)
-	out := make([]TopicPartitionsInfo, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
+	return readArray(r, 18, func(r *reader) TopicPartitionsInfo {
 		t := TopicPartitionsInfo{TopicID: r.uuid(), TopicName: deref(r.compactString())}
 		if withPartitions {
 			t.Partitions = r.int32s()
 		}
 		r.tags(nil)
-		out = append(out, t)
-	}
-	return out
+		return t
+	})
 }
 
 // EncodeStatePartitionMetadataValue encodes a

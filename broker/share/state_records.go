@@ -96,14 +96,11 @@ func writeStateBatches(w *writer, bs []StateBatch) {
 }
 
 func readStateBatches(r *reader) []StateBatch {
-	n := r.arrayLen(20)
-	out := make([]StateBatch, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
+	return readArray(r, 20, func(r *reader) StateBatch {
 		b := StateBatch{FirstOffset: r.int64(), LastOffset: r.int64(), DeliveryState: r.int8(), DeliveryCount: r.int16()}
 		r.tags(nil)
-		out = append(out, b)
-	}
-	return out
+		return b
+	})
 }
 
 // writeCompleteCount writes the tagged-field section of a share state
