@@ -32,12 +32,19 @@ const (
 // client-side TLS material.
 type SecureSetup struct {
 	SASLPlaintext, SSL, SASLSSL string
+	// ServerTLS is an SSL listener that asks for no client certificate
+	// (listener name SERVER_TLS, ssl.client.auth=none).
+	ServerTLS string
 	// CA is the CA that signed the broker's and the client's certificates.
 	CA *certtest.CA
 	// ClientCert is the client certificate for the SSL listener, which
 	// requires one (CN=matrix-client).
 	ClientCert *certtest.Cert
-	dir        string
+	// Stranger is a CA the broker does not trust, and StrangerCert a
+	// client certificate it signed.
+	Stranger     *certtest.CA
+	StrangerCert *certtest.Cert
+	dir          string
 }
 
 // securitySetupKey is the Env.Memo key under which the test stores the
@@ -68,19 +75,21 @@ func secureSetup(e *Env) (*SecureSetup, error) {
 // Cascade get the same keys; only Kafka's listeners name its KRaft
 // controller listener.
 func SecurityOverrides(t testing.TB, target, dir string) (map[string]string, *SecureSetup, error) {
-	ports, err := cluster.FreePorts(3)
+	ports, err := cluster.FreePorts(4)
 	if err != nil {
 		return nil, nil, err
 	}
 	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
-	s := &SecureSetup{SASLPlaintext: addr(0), SSL: addr(1), SASLSSL: addr(2), dir: dir}
+	s := &SecureSetup{SASLPlaintext: addr(0), SSL: addr(1), SASLSSL: addr(2), ServerTLS: addr(3), dir: dir}
 	s.CA = certtest.NewCA(t, "CN=Matrix CA")
 	srv := s.CA.Issue(t, "CN=localhost,O=Matrix", "localhost", "127.0.0.1")
 	s.ClientCert = s.CA.Issue(t, "CN=matrix-client,O=Matrix")
-	secured := "SASL_PLAINTEXT://" + s.SASLPlaintext + ",SSL://" + s.SSL + ",SASL_SSL://" + s.SASLSSL
+	s.Stranger = certtest.NewCA(t, "CN=Stranger CA")
+	s.StrangerCert = s.Stranger.Issue(t, "CN=matrix-client,O=Stranger")
+	secured := "SASL_PLAINTEXT://" + s.SASLPlaintext + ",SSL://" + s.SSL + ",SASL_SSL://" + s.SASLSSL + ",SERVER_TLS://" + s.ServerTLS
 	scramJAAS := "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 	ov := map[string]string{
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,SERVER_TLS:SSL",
 		"inter.broker.listener.name":     "PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
@@ -99,17 +108,20 @@ func SecurityOverrides(t testing.TB, target, dir string) (map[string]string, *Se
 		"allow.everyone.if.no.acl.found": "false",
 		"super.users":                    anonymous,
 
-		"listener.name.ssl.ssl.keystore.type":           "PKCS12",
-		"listener.name.ssl.ssl.keystore.location":       srv.PKCS12(t, dir, "ssl-keystore.p12", "ssl-ks-pw"),
-		"listener.name.ssl.ssl.keystore.password":       "ssl-ks-pw",
-		"listener.name.ssl.ssl.truststore.type":         "PEM",
-		"listener.name.ssl.ssl.truststore.location":     s.CA.TrustPEM(t, dir, "truststore.pem"),
-		"listener.name.ssl.ssl.client.auth":             "required",
-		"listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
-		"listener.name.sasl_ssl.ssl.keystore.type":      "JKS",
-		"listener.name.sasl_ssl.ssl.keystore.location":  srv.JKS(t, dir, "sasl-ssl-keystore.jks", "jks-pw", "key-pw"),
-		"listener.name.sasl_ssl.ssl.keystore.password":  "jks-pw",
-		"listener.name.sasl_ssl.ssl.key.password":       "key-pw",
+		"listener.name.ssl.ssl.keystore.type":            "PKCS12",
+		"listener.name.ssl.ssl.keystore.location":        srv.PKCS12(t, dir, "ssl-keystore.p12", "ssl-ks-pw"),
+		"listener.name.ssl.ssl.keystore.password":        "ssl-ks-pw",
+		"listener.name.ssl.ssl.truststore.type":          "PEM",
+		"listener.name.ssl.ssl.truststore.location":      s.CA.TrustPEM(t, dir, "truststore.pem"),
+		"listener.name.ssl.ssl.client.auth":              "required",
+		"listener.name.ssl.ssl.principal.mapping.rules":  "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
+		"listener.name.server_tls.ssl.keystore.type":     "PEM",
+		"listener.name.server_tls.ssl.keystore.location": srv.PEMFile(t, dir, "server-tls-keystore.pem"),
+		"listener.name.server_tls.ssl.client.auth":       "none",
+		"listener.name.sasl_ssl.ssl.keystore.type":       "JKS",
+		"listener.name.sasl_ssl.ssl.keystore.location":   srv.JKS(t, dir, "sasl-ssl-keystore.jks", "jks-pw", "key-pw"),
+		"listener.name.sasl_ssl.ssl.keystore.password":   "jks-pw",
+		"listener.name.sasl_ssl.ssl.key.password":        "key-pw",
 	}
 	switch target {
 	case TargetApacheKafka:
@@ -135,20 +147,45 @@ func (s *SecureSetup) Security(protocol, mechanism, user, password string, cert 
 	return sec
 }
 
+// tlsTrust is how a case's client takes part in TLS beyond Security's
+// defaults: trusting only a CA that did not sign the broker's
+// certificate, or presenting a certificate of a CA the broker does not
+// trust.
+type tlsTrust int
+
+const (
+	trustBroker tlsTrust = iota
+	distrustBroker
+	strangerCert
+)
+
+func (s *SecureSetup) securityFor(c securityCase) driver.Security {
+	sec := s.Security(c.protocol, c.mechanism, c.user, c.password, c.cert)
+	switch c.trust {
+	case distrustBroker:
+		sec.CAPEM = s.Stranger.ChainPEM()
+	case strangerCert:
+		sec.CertPEM, sec.KeyPEM = s.StrangerCert.ChainPEM(), s.StrangerCert.KeyPEM()
+	}
+	return sec
+}
+
 // securityCase is one secured connection the cells try.
 type securityCase struct {
 	id, protocol, mechanism, user, password string
 	cert                                    bool
 	listener                                func(*SecureSetup) string
+	trust                                   tlsTrust
 }
 
 var securityCases = []securityCase{
-	{"sasl-plaintext/plain", "SASL_PLAINTEXT", "PLAIN", PlainUser, PlainPassword, false, func(s *SecureSetup) string { return s.SASLPlaintext }},
-	{"sasl-plaintext/scram-sha-256", "SASL_PLAINTEXT", "SCRAM-SHA-256", Scram256User, Scram256Password, false, func(s *SecureSetup) string { return s.SASLPlaintext }},
-	{"sasl-plaintext/scram-sha-512", "SASL_PLAINTEXT", "SCRAM-SHA-512", Scram512User, Scram512Password, false, func(s *SecureSetup) string { return s.SASLPlaintext }},
-	{"sasl-plaintext/scram-kafka-configs", "SASL_PLAINTEXT", "SCRAM-SHA-512", ToolScramUser, ToolScramPassword, false, func(s *SecureSetup) string { return s.SASLPlaintext }},
-	{"ssl/client-certificate", "SSL", "", "", "", true, func(s *SecureSetup) string { return s.SSL }},
-	{"sasl-ssl/scram-sha-512", "SASL_SSL", "SCRAM-SHA-512", Scram512User, Scram512Password, false, func(s *SecureSetup) string { return s.SASLSSL }},
+	{"sasl-plaintext/plain", "SASL_PLAINTEXT", "PLAIN", PlainUser, PlainPassword, false, func(s *SecureSetup) string { return s.SASLPlaintext }, trustBroker},
+	{"sasl-plaintext/scram-sha-256", "SASL_PLAINTEXT", "SCRAM-SHA-256", Scram256User, Scram256Password, false, func(s *SecureSetup) string { return s.SASLPlaintext }, trustBroker},
+	{"sasl-plaintext/scram-sha-512", "SASL_PLAINTEXT", "SCRAM-SHA-512", Scram512User, Scram512Password, false, func(s *SecureSetup) string { return s.SASLPlaintext }, trustBroker},
+	{"sasl-plaintext/scram-kafka-configs", "SASL_PLAINTEXT", "SCRAM-SHA-512", ToolScramUser, ToolScramPassword, false, func(s *SecureSetup) string { return s.SASLPlaintext }, trustBroker},
+	{"ssl/client-certificate", "SSL", "", "", "", true, func(s *SecureSetup) string { return s.SSL }, trustBroker},
+	{"ssl/server-only", "SSL", "", "", "", false, func(s *SecureSetup) string { return s.ServerTLS }, trustBroker},
+	{"sasl-ssl/scram-sha-512", "SASL_SSL", "SCRAM-SHA-512", Scram512User, Scram512Password, false, func(s *SecureSetup) string { return s.SASLSSL }, trustBroker},
 }
 
 // SecurityScenarios are the security cells: for each secured listener and
@@ -164,18 +201,28 @@ func SecurityScenarios() []Scenario {
 				return secureRoundTrip(ctx, e, d, c)
 			}})
 	}
-	for _, c := range securityCases {
-		bad := c
-		what := "a wrong password"
-		if c.protocol == "SSL" {
-			bad.cert, what = false, "no client certificate"
-		} else {
-			bad.password = "wrong-" + c.password
-		}
-		out = append(out, Scenario{ID: "S.refused/" + c.id, Title: c.id + " refuses " + what,
+	refuse := func(id, what string, bad securityCase) {
+		out = append(out, Scenario{ID: "S.refused/" + id, Title: bad.id + " refuses " + what,
 			Timeout: 60 * time.Second, Run: func(ctx context.Context, e *Env, d driver.Driver) (string, error) {
 				return secureRefused(ctx, e, d, bad)
 			}})
+	}
+	for _, c := range securityCases {
+		bad := c
+		switch {
+		case c.protocol == "SSL" && c.cert:
+			bad.cert = false
+			refuse(c.id, "no client certificate", bad)
+			stranger := c
+			stranger.trust = strangerCert
+			refuse("ssl/untrusted-client-certificate", "a client certificate of a CA the broker does not trust", stranger)
+		case c.protocol == "SSL":
+			bad.trust = distrustBroker
+			refuse(c.id, "to a client that does not trust the broker's CA", bad)
+		default:
+			bad.password = "wrong-" + c.password
+			refuse(c.id, "a wrong password", bad)
+		}
 	}
 	return append(out, authzScenarios()...)
 }
@@ -185,8 +232,7 @@ func openSecured(ctx context.Context, e *Env, d driver.Driver, c securityCase) (
 	if err != nil {
 		return nil, nil, err
 	}
-	sec := s.Security(c.protocol, c.mechanism, c.user, c.password, c.cert)
-	sd, err := e.OpenOn(driver.WithSecurity(ctx, sec), d.Client(), c.listener(s))
+	sd, err := e.OpenOn(driver.WithSecurity(ctx, s.securityFor(c)), d.Client(), c.listener(s))
 	return sd, s, err
 }
 

@@ -22,9 +22,10 @@ var securityClients = []string{"franz-go", "sarama", "confluent-kafka-go", "pyth
 // TestSecurityMatrix runs the security cells (matrix.SecurityScenarios) on
 // each selected target started with the same secured listeners
 // (matrix.SecurityOverrides): SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and
-// SCRAM-SHA-512, SSL with client certificates, SASL_SSL with SCRAM-SHA-512,
-// and the same connections refused with a wrong password or no
-// certificate. SCRAM users are created with kadm and with Kafka's own
+// SCRAM-SHA-512, SSL with client certificates, SSL without them, SASL_SSL
+// with SCRAM-SHA-512, and the same connections refused with a wrong
+// password, no certificate, a certificate of a CA the broker does not
+// trust, or a broker certificate the client does not trust. SCRAM users are created with kadm and with Kafka's own
 // kafka-configs tool. A cell failing on Apache Kafka, or failing elsewhere
 // while it passes on Apache Kafka, fails the test.
 func TestSecurityMatrix(t *testing.T) {
@@ -68,8 +69,8 @@ func TestSecurityMatrix(t *testing.T) {
 			t.Errorf("target %s with secured listeners: %v", target, err)
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "matrix: %s with secured listeners at %s, %s, %s started in %v\n", target,
-			setup.SASLPlaintext, setup.SSL, setup.SASLSSL, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "matrix: %s with secured listeners at %s, %s, %s, %s started in %v\n", target,
+			setup.SASLPlaintext, setup.SSL, setup.SASLSSL, setup.ServerTLS, time.Since(start).Round(time.Millisecond))
 		if err := addScramUsers(ctx, inst.Bootstrap()); err != nil {
 			t.Fatalf("%s: SCRAM users: %v", target, err)
 		}
