@@ -241,8 +241,12 @@ func (c *GroupCoordinator) Do(ctx context.Context, req *Request) kmsg.Response {
 		if h, _, ok := cutPort(host); ok {
 			host = h
 		}
-		if err := c.m.Step(c.env.now(), group.Request{ID: id, ClientID: req.ClientID, ClientHost: "/" + host, Msg: req.Msg,
-			CanDescribe: c.env.topicAllowed(req, acl.Describe)}); err != nil {
+		greq := group.Request{ID: id, ClientID: req.ClientID, ClientHost: "/" + host, Msg: req.Msg}
+		if _, ok := req.Msg.(*kmsg.ConsumerGroupHeartbeatRequest); ok {
+			// Only a heartbeat may resolve a regex for its sender.
+			greq.CanDescribe = c.env.topicAllowed(req, acl.Describe)
+		}
+		if err := c.m.Step(c.env.now(), greq); err != nil {
 			delete(c.waiters, id)
 			ch <- group.ErrorResponse(req.Msg, kerr.UnknownServerError.Code)
 			return
