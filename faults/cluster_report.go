@@ -18,6 +18,28 @@ type ClusterResult struct {
 	// client, the drain complete.
 	Passed  bool
 	Figures []FaultFigure
+	// Notes say why a run failed, and what a repeated run of the
+	// oracle's first failed: one line each, shown under the table.
+	Notes []string
+}
+
+// RunNotes are the first lines of a run's failure reasons, at most a few
+// and each cut short, as the report shows them.
+func RunNotes(seed uint64, prefix string, reasons []string) []string {
+	const most, width = 5, 240
+	var out []string
+	for i, r := range reasons {
+		if i == most {
+			out = append(out, fmt.Sprintf("seed %d: %s%d more", seed, prefix, len(reasons)-most))
+			break
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(r), "\n")
+		if len(line) > width {
+			line = line[:width] + "…"
+		}
+		out = append(out, fmt.Sprintf("seed %d: %s%s", seed, prefix, line))
+	}
+	return out
 }
 
 // clusterColumns are the figures the report shows per fault and target.
@@ -169,6 +191,9 @@ func ClusterMarkdown(results []ClusterResult) string {
 			verdict = "FAILED"
 		}
 		fmt.Fprintf(&b, "\n%s: %s %s, %s.", r.Target, plural(len(r.Seeds), "seed", "seeds"), seedList(r.Seeds), verdict)
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "\n- %s", n)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -204,6 +229,16 @@ td.l,th.l{text-align:left}.pass{background:#d9f2d9}.fail{background:#f7d0d0}.na{
 		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</table>\n")
+	for _, r := range results {
+		if len(r.Notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "<p>%s:</p><ul>", html.EscapeString(r.Target))
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "<li>%s</li>", html.EscapeString(n))
+		}
+		b.WriteString("</ul>\n")
+	}
 	return b.String()
 }
 
@@ -224,6 +259,7 @@ func MergeClusterResults(runs []ClusterResult) []ClusterResult {
 		m.Seeds = append(m.Seeds, r.Seeds...)
 		m.Figures = append(m.Figures, r.Figures...)
 		m.Passed = m.Passed && r.Passed
+		m.Notes = append(m.Notes, r.Notes...)
 	}
 	return out
 }

@@ -80,7 +80,7 @@ func TestMergeClusterResults(t *testing.T) {
 	got := MergeClusterResults([]ClusterResult{
 		{Target: "K", Seeds: []uint64{1}, Passed: true, Figures: f(time.Second)},
 		{Target: "C", Seeds: []uint64{1}, Passed: true, Figures: f(2 * time.Second)},
-		{Target: "K", Seeds: []uint64{2}, Passed: false, Figures: f(3 * time.Second)},
+		{Target: "K", Seeds: []uint64{2}, Passed: false, Figures: f(3 * time.Second), Notes: []string{"seed 2: stuck client: producer-0"}},
 	})
 	if len(got) != 2 || got[0].Target != "K" || got[1].Target != "C" {
 		t.Fatalf("merged %+v", got)
@@ -89,9 +89,12 @@ func TestMergeClusterResults(t *testing.T) {
 		t.Errorf("K merged as %+v", k)
 	}
 	md := ClusterMarkdown(got)
-	for _, s := range []string{"| pause:leader | FAIL (run) | 3.0 / 3.0 |", "K: seeds 1, 2, FAILED.", "C: seed 1, passed."} {
+	for _, s := range []string{"| pause:leader | FAIL (run) | 3.0 / 3.0 |", "K: seeds 1, 2, FAILED.\n- seed 2: stuck client: producer-0", "C: seed 1, passed."} {
 		if !strings.Contains(md, s) {
 			t.Errorf("table lacks %q:\n%s", s, md)
 		}
+	}
+	if page := ClusterHTML(got); !strings.Contains(page, "<li>seed 2: stuck client: producer-0</li>") {
+		t.Errorf("the page lacks the run's note:\n%s", page)
 	}
 }

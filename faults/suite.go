@@ -31,7 +31,7 @@ import (
 // with artifacts in Dir. The single-node and cluster suites' tests fill
 // it in and call Run.
 type Suite struct {
-	T    *testing.T
+	T    testing.TB
 	Seed uint64
 	Dir  string
 	// Addrs are the brokers' addresses; the clients reach each through
@@ -526,7 +526,7 @@ func logNames(paths []string) string {
 
 // testLog writes each complete line it is given to a test's log.
 type testLog struct {
-	t       *testing.T
+	t       testing.TB
 	mu      sync.Mutex
 	partial []byte
 }
@@ -547,7 +547,7 @@ func (l *testLog) Write(p []byte) (int, error) {
 
 // JavaOpener builds the matrix's Java driver, or returns nil (with the
 // reason logged) when on is false or its tools are not installed.
-func JavaOpener(t *testing.T, ctx context.Context, on bool) driver.Opener {
+func JavaOpener(t testing.TB, ctx context.Context, on bool) driver.Opener {
 	if !on {
 		t.Log("Java clients off (-faults.java=false)")
 		return nil

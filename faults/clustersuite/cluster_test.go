@@ -107,13 +107,13 @@ func TestClusterSuites(t *testing.T) {
 			sdir := filepath.Join(dir, fmt.Sprint(s))
 			if *flagKafka {
 				t.Run("kafka", func(t *testing.T) {
-					if r, ok := clusterSuite(t, s, filepath.Join(sdir, "kafka"), true); ok {
+					if r, ok := oracleSuite(t, s, filepath.Join(sdir, "kafka")); ok {
 						runs = append(runs, r)
 					}
 				})
 			}
 			t.Run("cascade", func(t *testing.T) {
-				if r, ok := clusterSuite(t, s, filepath.Join(sdir, "cascade"), false); ok {
+				if r, ok := clusterSuite(faults.Forward(t), s, filepath.Join(sdir, "cascade"), false); ok {
 					runs = append(runs, r)
 				}
 			})
@@ -142,9 +142,31 @@ func TestClusterSuites(t *testing.T) {
 	}
 }
 
+// oracleSuite runs the suite on Apache Kafka. The oracle is there to
+// show that the checks are fair, and a loaded machine now and then makes
+// one of its runs miss a bound: a failed run is repeated once with the
+// same seed, and only a second failure fails the test. The first run's
+// reasons stay in the test log and the report either way. Cascade's runs
+// get no second chance.
+func oracleSuite(t *testing.T, s uint64, dir string) (faults.ClusterResult, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), runTime())
+	ensureTarget(t, ctx, true)
+	cancel()
+	var res faults.ClusterResult
+	first := faults.Trial(t, func(a *faults.Attempt) { res, _ = clusterSuite(a, s, dir, true) })
+	if !first.Failed() {
+		return res, true
+	}
+	why := first.Reasons()
+	t.Logf("Apache Kafka failed seed %d on its first run; running it once more. The first run: %s", s, strings.Join(why, "; "))
+	res, ok := clusterSuite(faults.Forward(t), s, dir+"-again", true)
+	res.Notes = append(faults.RunNotes(s, "first run failed: ", why), res.Notes...)
+	return res, ok
+}
+
 // clusterSuite starts one target in a network of its own and runs the
 // suite; ok is false when the target could not run here (skipped).
-func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.ClusterResult, bool) {
+func clusterSuite(t *faults.Attempt, s uint64, dir string, kafka bool) (faults.ClusterResult, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTime())
 	defer cancel()
 	ensureTarget(t, ctx, kafka)
@@ -193,6 +215,9 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 		}}
 	keep := r.Run(ctx)
 	res := faults.ClusterResult{Target: ct.Name, Seeds: []uint64{s}, Passed: r.Passed}
+	if !r.Passed {
+		res.Notes = faults.RunNotes(s, "", t.Reasons())
+	}
 	if mon != nil {
 		res.Figures = faults.ClusterFigures(r.Events, mon.Samples(), r.History, clusterWatch.Topic, clusterWatch.Partition, nw.Nodes())
 	}
@@ -205,7 +230,7 @@ func clusterSuite(t *testing.T, s uint64, dir string, kafka bool) (faults.Cluste
 
 // onlyFaults keeps the faults named, failing the test on a name no fault
 // has.
-func onlyFaults(t *testing.T, fs []faults.Fault, names []string) []faults.Fault {
+func onlyFaults(t testing.TB, fs []faults.Fault, names []string) []faults.Fault {
 	var out []faults.Fault
 	for _, name := range names {
 		n := len(out)
@@ -320,7 +345,7 @@ func controlRun(t *testing.T, kafka bool) *faults.Suite {
 
 // ensureTarget provisions Apache Kafka's jars (skipping the test where
 // Java or Maven is missing) or builds Cascade.
-func ensureTarget(t *testing.T, ctx context.Context, kafka bool) {
+func ensureTarget(t testing.TB, ctx context.Context, kafka bool) {
 	t.Helper()
 	if !kafka {
 		if _, err := cascadecluster.Binary(ctx); err != nil {
